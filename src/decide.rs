@@ -1,0 +1,327 @@
+//! The weak-entry decision, as a pure function over plain data.
+//!
+//! The kernel (`test_for_valid_rec()`, 7.2) keeps a record when
+//! `kallsyms_lookup(ip)` finds a symbol of the module at most
+//! FTRACE_MCOUNT_MAX_OFFSET bytes before `ip = ftrace_call_adjust(location)`,
+//! searching only the memory region that contains `ip`. We can see symbols
+//! of the same section exactly; a symbol of an earlier section of the same
+//! region could only qualify for a location within `max` bytes of its own
+//! section's start, and how close it lands depends on load-time layout. Such
+//! entries are kept, with the reason, as is anything else we cannot be sure of.
+
+use crate::arch::Region;
+use crate::elf::{LookupSymbol, Section};
+
+/// The symbols of a module, sorted so that the nearest symbol at or below an
+/// address is one binary search away: O((entries + symbols) · log symbols),
+/// where the kernel's scan is O(entries × symbols).
+#[derive(Debug, Clone)]
+pub struct SymbolIndex<'a> {
+    sorted: Vec<LookupSymbol<'a>>,
+}
+
+impl<'a> SymbolIndex<'a> {
+    pub fn new(mut symbols: Vec<LookupSymbol<'a>>) -> Self {
+        // Among symbols at one address the kernel reports the first in table
+        // order; sorting by index as well makes that the first one found.
+        symbols.sort_unstable_by_key(|s| (s.section, s.value, s.index));
+        SymbolIndex { sorted: symbols }
+    }
+
+    /// The nearest symbol of `section` at or below `offset`.
+    pub fn at_or_below(&self, section: u32, offset: u64) -> Option<&LookupSymbol<'a>> {
+        let end = self.sorted.partition_point(|s| (s.section, s.value) <= (section, offset));
+        let last = self.sorted[..end].last().filter(|s| s.section == section)?;
+        // Step back to the first symbol at that address.
+        let first = self.sorted[..end].partition_point(|s| (s.section, s.value) < (section, last.value));
+        Some(&self.sorted[first])
+    }
+
+    pub fn in_section(&self, section: u32) -> &[LookupSymbol<'a>] {
+        let start = self.sorted.partition_point(|s| s.section < section);
+        let end = self.sorted.partition_point(|s| s.section <= section);
+        &self.sorted[start..end]
+    }
+}
+
+/// What may put a symbol of another section just before a location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SectionDoubt {
+    /// Another text section precedes this one in its memory region: a symbol
+    /// at its end may lie within `max` bytes of this section's start.
+    Preceded { by: String },
+    /// A symbol of an earlier section of the region lies past that section's
+    /// end, so it may land anywhere in the sections that follow.
+    Overhang { symbol: String, section: String },
+}
+
+/// Per-section facts the decision needs, indexed by section number.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    pub size: Vec<u64>,
+    pub doubt: Vec<Option<SectionDoubt>>,
+}
+
+impl Layout {
+    /// Model `__layout_sections()`: text sections are packed into their
+    /// region in section-header order.
+    pub fn new(sections: &[Section], symbols: &SymbolIndex<'_>, region: impl Fn(&str) -> Region) -> Layout {
+        let mut doubt = vec![None; sections.len()];
+        let mut last: [Option<usize>; 2] = [None, None];
+        let mut overhang: [Option<SectionDoubt>; 2] = [None, None];
+        for (i, s) in sections.iter().enumerate() {
+            if !s.is_alloc_exec() {
+                continue;
+            }
+            let r = region(&s.name) as usize;
+            doubt[i] = overhang[r]
+                .clone()
+                .or_else(|| last[r].map(|p| SectionDoubt::Preceded { by: sections[p].name.clone() }));
+            last[r] = Some(i);
+            if overhang[r].is_none() {
+                if let Some(sym) = symbols.in_section(i as u32).iter().rev().find(|sym| sym.value > s.size) {
+                    overhang[r] = Some(SectionDoubt::Overhang {
+                        symbol: String::from_utf8_lossy(sym.name).into_owned(),
+                        section: s.name.clone(),
+                    });
+                }
+            }
+        }
+        Layout { size: sections.iter().map(|s| s.size).collect(), doubt }
+    }
+}
+
+/// One callsite entry, reduced to what the decision needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// The record ip(s) the kernel may compute for the entry, as offsets into
+    /// `section`; more than one when the config leaves the adjust open.
+    Ips { section: u32, ips: [u64; 2], count: usize },
+    /// An entry the rule does not cover, and why.
+    Odd(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict<'a> {
+    /// A symbol explains the location: the kernel keeps the record.
+    Valid,
+    /// No symbol explains it: the kernel rejects the record, and prints it
+    /// as `__ftrace_invalid_address___<distance>`.
+    Zero { nearest: Option<&'a [u8]>, distance: u64 },
+    /// Kept because we cannot be sure, for this reason.
+    Doubt(String),
+}
+
+pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max: u64) -> Verdict<'a> {
+    let (section, ips) = match input {
+        Input::Odd(reason) => return Verdict::Doubt(reason.clone()),
+        Input::Ips { section, ips, count } => (*section, &ips[..*count]),
+    };
+    let mut doubt = None;
+    let mut first_miss = None;
+    for &ip in ips {
+        let nearest = symbols.at_or_below(section, ip);
+        if nearest.is_some_and(|s| ip - s.value <= max) {
+            return Verdict::Valid;
+        }
+        let size = layout.size.get(section as usize).copied().unwrap_or(0);
+        let section_doubt = layout.doubt.get(section as usize).and_then(Option::as_ref);
+        if ip >= size {
+            doubt.get_or_insert_with(|| format!("record ip {ip:#x} lies past the end of its section"));
+        } else {
+            match section_doubt {
+                Some(SectionDoubt::Preceded { by }) if nearest.is_none() && ip <= max => {
+                    doubt.get_or_insert_with(|| {
+                        format!("within {max} bytes of its section's start, and {by} precedes it in the same memory region")
+                    });
+                }
+                Some(SectionDoubt::Overhang { symbol, section }) => {
+                    doubt.get_or_insert_with(|| {
+                        format!("symbol {symbol} of {section} lies past that section's end and may land here")
+                    });
+                }
+                _ => {}
+            }
+        }
+        first_miss.get_or_insert((nearest, ip));
+    }
+    if let Some(reason) = doubt {
+        return Verdict::Doubt(reason);
+    }
+    let (nearest, ip) = first_miss.expect("at least one candidate ip");
+    match nearest {
+        Some(s) => Verdict::Zero { nearest: Some(s.name), distance: ip - s.value },
+        None => Verdict::Zero { nearest: None, distance: 0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHT_PROGBITS};
+
+    fn text(name: &str, size: u64) -> Section {
+        Section {
+            name: name.into(),
+            sh_type: SHT_PROGBITS,
+            flags: u64::from(SHF_ALLOC | SHF_EXECINSTR),
+            offset: 0x40,
+            size,
+            addralign: 16,
+            link: 0,
+            info: 0,
+            entsize: 0,
+        }
+    }
+
+    fn sym(section: u32, value: u64, index: u32, name: &'static str) -> LookupSymbol<'static> {
+        LookupSymbol { section, value, index, name: name.as_bytes() }
+    }
+
+    fn at(section: u32, ip: u64) -> Input {
+        Input::Ips { section, ips: [ip, 0], count: 1 }
+    }
+
+    fn region(name: &str) -> Region {
+        if name.starts_with(".init") { Region::InitText } else { Region::Text }
+    }
+
+    /// Section 0 is the null section, 1 is `.text`, as in a real module.
+    fn setup(symbols: Vec<LookupSymbol<'static>>, sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
+        let index = SymbolIndex::new(symbols);
+        let mut all = vec![Section { flags: 0, ..text("", 0) }];
+        all.extend(sections);
+        let layout = Layout::new(&all, &index, region);
+        (index, layout)
+    }
+
+    #[test]
+    fn boundary_is_inclusive_at_max_and_rejects_max_plus_one() {
+        let (s, l) = setup(vec![sym(1, 0x100, 5, "f")], vec![text(".text", 0x1000)]);
+        assert_eq!(decide(&at(1, 0x104), &s, &l, 4), Verdict::Valid);
+        assert_eq!(decide(&at(1, 0x105), &s, &l, 4), Verdict::Zero { nearest: Some(b"f"), distance: 5 });
+        assert_eq!(decide(&at(1, 0x100), &s, &l, 0), Verdict::Valid);
+        assert_eq!(decide(&at(1, 0x101), &s, &l, 0), Verdict::Zero { nearest: Some(b"f"), distance: 1 });
+        assert_eq!(decide(&at(1, 0x110), &s, &l, 16), Verdict::Valid);
+        assert_eq!(decide(&at(1, 0x111), &s, &l, 16), Verdict::Zero { nearest: Some(b"f"), distance: 17 });
+    }
+
+    #[test]
+    fn nearest_symbol_is_the_closest_below_not_the_first() {
+        let (s, l) = setup(
+            vec![sym(1, 0x10, 3, "a"), sym(1, 0x80, 4, "b"), sym(1, 0x200, 9, "c")],
+            vec![text(".text", 0x1000)],
+        );
+        assert_eq!(decide(&at(1, 0x84), &s, &l, 4), Verdict::Valid);
+        assert_eq!(decide(&at(1, 0x150), &s, &l, 4), Verdict::Zero { nearest: Some(b"b"), distance: 0xd0 });
+        // Symbols of other sections never explain a location.
+        assert_eq!(decide(&at(2, 0x84), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+    }
+
+    #[test]
+    fn first_section_of_a_region_has_nothing_before_it() {
+        // A weak body at .text+0, where the region starts: the kernel finds
+        // no symbol at all and prints __ftrace_invalid_address___0.
+        let (s, l) = setup(vec![sym(1, 0x10, 3, "f")], vec![text(".text", 0x100)]);
+        assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+    }
+
+    #[test]
+    fn near_the_start_of_a_section_that_follows_another_is_kept() {
+        let (s, l) = setup(
+            vec![sym(1, 0x10, 3, "f"), sym(2, 0x40, 4, "g")],
+            vec![text(".text", 0x100), text(".noinstr.text", 0x100)],
+        );
+        assert!(matches!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(r) if r.contains(".text precedes")));
+        assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
+        // One byte further, no symbol of .text can be within 4 bytes.
+        assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+        // A symbol of its own section settles it either way.
+        assert_eq!(decide(&at(2, 0x44), &s, &l, 4), Verdict::Valid);
+    }
+
+    #[test]
+    fn init_text_is_its_own_region_except_where_the_arch_merges_it() {
+        let sections = vec![text(".text", 0x100), text(".init.text", 0x100)];
+        let (s, l) = setup(vec![sym(1, 0x10, 3, "f")], sections.clone());
+        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+        // ppc64 puts .init.text in core text, right after .text.
+        let index = SymbolIndex::new(vec![sym(1, 0x10, 3, "f")]);
+        let mut all = vec![Section { flags: 0, ..text("", 0) }];
+        all.extend(sections);
+        let merged = Layout::new(&all, &index, |_| Region::Text);
+        assert!(matches!(decide(&at(2, 0), &index, &merged, 16), Verdict::Doubt(_)));
+    }
+
+    #[test]
+    fn a_symbol_past_its_section_end_casts_doubt_on_what_follows() {
+        let (s, l) = setup(
+            vec![sym(1, 0x200, 3, "end_label"), sym(2, 0x10, 4, "g")],
+            vec![text(".text", 0x100), text(".text.other", 0x100)],
+        );
+        assert!(matches!(decide(&at(2, 0x80), &s, &l, 4), Verdict::Doubt(r) if r.contains("end_label")));
+    }
+
+    #[test]
+    fn mapping_symbols_are_not_lookup_symbols() {
+        use crate::elf::is_mapping_symbol;
+        for name in [".L__sym", "L0\u{1}", "$x", "$d.1"] {
+            assert!(is_mapping_symbol(name.as_bytes()), "{name}");
+        }
+        for name in ["f", "__pfx_f", "L1", "x$"] {
+            assert!(!is_mapping_symbol(name.as_bytes()), "{name}");
+        }
+    }
+
+    #[test]
+    fn ppc32_adjust_is_applied_before_the_lookup() {
+        // With patchable entries the recorded location is one NOP before the
+        // function and the kernel adds 8: the raw location would be invalid.
+        let (s, l) = setup(vec![sym(1, 0x24, 3, "f")], vec![text(".text", 0x100)]);
+        let (ips, count) = crate::arch::Adjust::Add(8).candidates(0x20, false);
+        assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
+        let weak = crate::arch::Adjust::Add(8).candidates(0x60, false);
+        assert_eq!(
+            decide(&Input::Ips { section: 1, ips: weak.0, count: weak.1 }, &s, &l, 16),
+            Verdict::Zero { nearest: Some(b"f"), distance: 0x44 }
+        );
+    }
+
+    #[test]
+    fn clang_ppc64_keeps_an_entry_if_either_candidate_is_valid() {
+        // f at 0x30; location 0x20 holds the global-entry pair, so the kernel
+        // may see 0x20 or 0x28. Neither is within 16 of f (f is after them).
+        // g at 0x10: 0x20 is 16 past g (valid), 0x28 is 24 (invalid).
+        let (s, l) = setup(vec![sym(1, 0x10, 3, "g")], vec![text(".text", 0x100)]);
+        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x20, true);
+        assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
+        // 0x18 past g and 0x20 past g: both invalid, so it is zeroed.
+        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, true);
+        assert_eq!(
+            decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16),
+            Verdict::Zero { nearest: Some(b"g"), distance: 0x18 }
+        );
+        // The +8 candidate alone can make an entry valid.
+        let (s2, l2) = setup(vec![sym(1, 0x30, 3, "h")], vec![text(".text", 0x100)]);
+        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, true);
+        assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16), Verdict::Valid);
+        // Without the pair there is no +8 candidate.
+        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, false);
+        assert_eq!(
+            decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16),
+            Verdict::Zero { nearest: None, distance: 0 }
+        );
+    }
+
+    #[test]
+    fn odd_entries_are_kept_with_their_reason() {
+        let (s, l) = setup(vec![], vec![text(".text", 0x100)]);
+        assert_eq!(decide(&Input::Odd("weak symbol".into()), &s, &l, 4), Verdict::Doubt("weak symbol".into()));
+    }
+
+    #[test]
+    fn the_first_symbol_in_table_order_names_an_address() {
+        let (s, _) = setup(vec![sym(1, 0x10, 7, "second"), sym(1, 0x10, 2, "first")], vec![text(".text", 0x100)]);
+        assert_eq!(s.at_or_below(1, 0x20).unwrap().name, b"first");
+    }
+}

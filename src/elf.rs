@@ -1,0 +1,620 @@
+//! The ELF view of a kernel module: just the parts the kernel's ftrace and
+//! module loader look at, read with the `object` crate's endian-generic
+//! `read::elf` traits and handed on as plain data.
+//!
+//! Everything here is validated before anything is written: a section we
+//! read or will write must lie inside the file, tables must have the entry
+//! size the kernel assumes, and indices must be in range. A file that fails
+//! any of this is rejected as a whole (see `Error`), never half-processed.
+
+use object::elf::{self, FileHeader32, FileHeader64};
+use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::{Endianness, ReadRef};
+
+use crate::error::Error;
+
+/// One section header, as plain data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub name: String,
+    pub sh_type: u32,
+    pub flags: u64,
+    pub offset: u64,
+    pub size: u64,
+    pub addralign: u64,
+    pub link: u32,
+    pub info: u32,
+    pub entsize: u64,
+}
+
+impl Section {
+    pub fn is_alloc(&self) -> bool {
+        self.flags & u64::from(elf::SHF_ALLOC) != 0
+    }
+
+    /// Sections the module loader lays out in a text region
+    /// (`__layout_sections()`: mask `SHF_EXECINSTR | SHF_ALLOC`).
+    pub fn is_alloc_exec(&self) -> bool {
+        let mask = u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR);
+        self.flags & mask == mask
+    }
+
+    /// The bytes this section occupies in the file, if any.
+    pub fn file_range(&self) -> Option<(u64, u64)> {
+        if self.sh_type == elf::SHT_NOBITS || self.size == 0 {
+            None
+        } else {
+            Some((self.offset, self.offset + self.size))
+        }
+    }
+}
+
+/// The facts about a module that are needed to pick the per-arch rule.
+#[derive(Debug, Clone)]
+pub struct ElfInfo {
+    pub is_64: bool,
+    pub big_endian: bool,
+    pub machine: u16,
+    pub e_flags: u32,
+    /// File offset of the section header table and the size of one header.
+    pub shoff: u64,
+    pub shentsize: u64,
+    pub sections: Vec<Section>,
+    /// `vermagic=` from `.modinfo`: the kernel release and build options.
+    pub vermagic: Option<String>,
+}
+
+impl ElfInfo {
+    /// The first section with this name that the loader would allocate,
+    /// which is what `find_sec()` returns for the callsite table.
+    pub fn alloc_section(&self, name: &str) -> Option<usize> {
+        self.sections.iter().position(|s| s.is_alloc() && s.name == name)
+    }
+
+    pub fn word_size(&self) -> u64 {
+        if self.is_64 { 8 } else { 4 }
+    }
+
+    /// File offset of a section header's `sh_size` field.
+    pub fn sh_size_field(&self, index: usize) -> u64 {
+        let header = self.shoff + index as u64 * self.shentsize;
+        // Elf32_Shdr: name, type, flags, addr, offset are 4 bytes each.
+        // Elf64_Shdr: name, type are 4 bytes; flags, addr, offset are 8.
+        header + if self.is_64 { 32 } else { 20 }
+    }
+
+    pub fn read_word(&self, bytes: &[u8]) -> u64 {
+        read_uint(bytes, self.big_endian)
+    }
+}
+
+/// A symbol the kernel's `find_kallsyms_symbol()` may resolve an address to,
+/// in a section of the module. The kernel filters by name, not by type:
+/// section symbols drop out only because their name is empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookupSymbol<'a> {
+    pub section: u32,
+    pub value: u64,
+    pub index: u32,
+    pub name: &'a [u8],
+}
+
+/// Mapping and local-label symbols that kallsyms skips
+/// (`is_mapping_symbol()`, include/linux/module_symbol.h, 7.2).
+pub fn is_mapping_symbol(name: &[u8]) -> bool {
+    name.starts_with(b".L") || name.starts_with(b"L0") || name.starts_with(b"$")
+}
+
+/// Where a callsite relocation points, or why we cannot trust it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A plain location: `offset` bytes into section `section`.
+    At { section: u32, offset: u64 },
+    /// Something the rule does not cover; the entry is kept, for this reason.
+    Odd(String),
+}
+
+/// One relocated word of the callsite table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Index of the relocation in its relocation section.
+    pub reloc: usize,
+    /// Byte offset of the word in the callsite section.
+    pub word_offset: u64,
+    pub target: Target,
+}
+
+/// What the per-arch rule tells the reader about the relocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelocShape {
+    /// RELA (addend in the entry) or REL (addend in the word).
+    pub rela: bool,
+    /// The arch's absolute word relocation (`R_X86_64_64`, `R_386_32`, ...).
+    pub abs_type: u32,
+}
+
+/// The callsite table of a module and its single relocation section.
+#[derive(Debug, Clone)]
+pub struct Callsite {
+    pub section: usize,
+    pub reloc_section: usize,
+    pub reloc_entsize: u64,
+    pub entries: Vec<Entry>,
+}
+
+/// Everything the decision needs, read from the module.
+#[derive(Debug, Clone)]
+pub struct Extracted<'a> {
+    pub callsite: Callsite,
+    pub symbols: Vec<LookupSymbol<'a>>,
+    /// Local function and file symbols: both vanish under
+    /// `strip --strip-unneeded`, and with them the names of static functions.
+    pub local_functions: usize,
+    pub file_symbols: usize,
+}
+
+impl Extracted<'_> {
+    pub fn stripped_locals(&self) -> bool {
+        self.local_functions == 0 && self.file_symbols == 0
+    }
+}
+
+/// Why a module has no callsite table we could act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoCallsite {
+    Missing(String),
+    Unsupported(String),
+}
+
+pub fn read_uint(bytes: &[u8], big_endian: bool) -> u64 {
+    let mut v = 0u64;
+    if big_endian {
+        for &b in bytes {
+            v = (v << 8) | u64::from(b);
+        }
+    } else {
+        for &b in bytes.iter().rev() {
+            v = (v << 8) | u64::from(b);
+        }
+    }
+    v
+}
+
+const ELFMAG: &[u8; 4] = b"\x7fELF";
+
+/// Read the ELF header and section table of a kernel module.
+pub fn parse_info(data: &[u8]) -> Result<ElfInfo, Error> {
+    if data.len() < 4 || &data[..4] != ELFMAG {
+        return Err(Error::NotElf);
+    }
+    if data.len() < 16 {
+        return Err(Error::Malformed("truncated ELF identification".into()));
+    }
+    match data[4] {
+        // EI_CLASS
+        elf::ELFCLASS32 => info_generic::<FileHeader32<Endianness>>(data),
+        elf::ELFCLASS64 => info_generic::<FileHeader64<Endianness>>(data),
+        c => Err(Error::Malformed(format!("unknown ELF class {c}"))),
+    }
+}
+
+/// Read the callsite table `name` and the lookup symbols of a module.
+pub fn extract<'a>(
+    data: &'a [u8],
+    info: &ElfInfo,
+    callsite: usize,
+    shape: RelocShape,
+) -> Result<Result<Extracted<'a>, NoCallsite>, Error> {
+    if info.is_64 {
+        extract_generic::<FileHeader64<Endianness>>(data, info, callsite, shape)
+    } else {
+        extract_generic::<FileHeader32<Endianness>>(data, info, callsite, shape)
+    }
+}
+
+fn malformed(what: impl std::fmt::Display) -> Error {
+    Error::Malformed(what.to_string())
+}
+
+fn header<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<(&Elf, Endianness), Error> {
+    let header = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
+    let endian = header.endian().map_err(|e| malformed(e))?;
+    Ok((header, endian))
+}
+
+fn sections<'a, Elf: FileHeader<Endian = Endianness>>(
+    header: &Elf,
+    endian: Endianness,
+    data: &'a [u8],
+) -> Result<SectionTable<'a, Elf>, Error> {
+    header
+        .sections(endian, data)
+        .map_err(|e| malformed(format!("section headers: {e}")))
+}
+
+fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, Error> {
+    let (header, endian) = header::<Elf>(data)?;
+    let e_type = header.e_type(endian);
+    if e_type != elf::ET_REL {
+        return Err(Error::NotRelocatable(match e_type {
+            elf::ET_EXEC => "ET_EXEC (an executable such as vmlinux)",
+            elf::ET_DYN => "ET_DYN (a shared object or PIE)",
+            elf::ET_CORE => "ET_CORE (a core dump)",
+            _ => "not ET_REL",
+        }));
+    }
+    let shentsize = u64::from(header.e_shentsize(endian));
+    if shentsize != std::mem::size_of::<Elf::SectionHeader>() as u64 {
+        return Err(malformed(format!("e_shentsize is {shentsize}")));
+    }
+    let table = sections::<Elf>(header, endian, data)?;
+    if table.is_empty() {
+        return Err(malformed("no section headers"));
+    }
+    let file_len = data.len() as u64;
+    let mut out = Vec::with_capacity(table.len());
+    for (index, sh) in table.enumerate() {
+        let name = table
+            .section_name(endian, sh)
+            .map_err(|e| malformed(format!("name of section {}: {e}", index.0)))?;
+        let s = Section {
+            name: String::from_utf8_lossy(name).into_owned(),
+            sh_type: sh.sh_type(endian),
+            flags: sh.sh_flags(endian).into(),
+            offset: sh.sh_offset(endian).into(),
+            size: sh.sh_size(endian).into(),
+            addralign: sh.sh_addralign(endian).into(),
+            link: sh.sh_link(endian),
+            info: sh.sh_info(endian),
+            entsize: sh.sh_entsize(endian).into(),
+        };
+        if let Some((start, end)) = s.file_range() {
+            if start > file_len || s.size > file_len - start {
+                return Err(malformed(format!(
+                    "section {} ({}) at {start:#x}+{:#x} runs past the end of the file ({file_len:#x} bytes)",
+                    index.0, s.name, s.size
+                )));
+            }
+            let _ = end;
+        }
+        out.push(s);
+    }
+    let shoff: u64 = header.e_shoff(endian).into();
+    let mut info = ElfInfo {
+        is_64: header.is_type_64(),
+        big_endian: endian == Endianness::Big,
+        machine: header.e_machine(endian),
+        e_flags: header.e_flags(endian),
+        shoff,
+        shentsize,
+        sections: out,
+        vermagic: None,
+    };
+    info.vermagic = vermagic(data, &info);
+    Ok(info)
+}
+
+/// `.modinfo` holds NUL-separated `key=value` strings; modpost always adds
+/// `vermagic=RELEASE SMP preempt mod_unload ...`.
+fn vermagic(data: &[u8], info: &ElfInfo) -> Option<String> {
+    let s = info.sections.iter().find(|s| s.name == ".modinfo")?;
+    let (start, end) = s.file_range()?;
+    let bytes = &data[start as usize..end as usize];
+    bytes
+        .split(|&b| b == 0)
+        .find_map(|kv| kv.strip_prefix(b"vermagic="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
+    data: &'a [u8],
+    info: &ElfInfo,
+    callsite: usize,
+    shape: RelocShape,
+) -> Result<Result<Extracted<'a>, NoCallsite>, Error> {
+    let (header, endian) = header::<Elf>(data)?;
+    let table = sections::<Elf>(header, endian, data)?;
+    let cs = &info.sections[callsite];
+    let word = info.word_size();
+    if cs.sh_type == elf::SHT_NOBITS {
+        return Err(malformed(format!("{} has no file data (SHT_NOBITS)", cs.name)));
+    }
+    if cs.size % word != 0 {
+        return Err(malformed(format!(
+            "{} is {:#x} bytes, not a whole number of {word}-byte words",
+            cs.name, cs.size
+        )));
+    }
+
+    // The relocation sections that apply to the callsite table.
+    let wanted = if shape.rela { elf::SHT_RELA } else { elf::SHT_REL };
+    let relsecs: Vec<usize> = info
+        .sections
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == callsite
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let reloc_section = match relsecs.as_slice() {
+        [] => {
+            return Ok(Err(NoCallsite::Missing(format!(
+                "{} has no relocation section: nothing the loader would relocate",
+                cs.name
+            ))));
+        }
+        [one] => *one,
+        _ => {
+            return Ok(Err(NoCallsite::Unsupported(format!(
+                "{} relocation sections apply to {}; left alone",
+                relsecs.len(),
+                cs.name
+            ))));
+        }
+    };
+    let rs = &info.sections[reloc_section];
+    if rs.sh_type != wanted {
+        return Ok(Err(NoCallsite::Unsupported(format!(
+            "{} is {} but this architecture's modules use {}; left alone",
+            rs.name,
+            if rs.sh_type == elf::SHT_RELA { "SHT_RELA" } else { "SHT_REL" },
+            if shape.rela { "SHT_RELA" } else { "SHT_REL" }
+        ))));
+    }
+    let entsize = if shape.rela {
+        std::mem::size_of::<Elf::Rela>()
+    } else {
+        std::mem::size_of::<Elf::Rel>()
+    } as u64;
+    if rs.entsize != entsize {
+        return Err(malformed(format!(
+            "{} has sh_entsize {}, expected {entsize}",
+            rs.name, rs.entsize
+        )));
+    }
+    if rs.size % entsize != 0 {
+        return Err(malformed(format!(
+            "{} is {:#x} bytes, not a whole number of {entsize}-byte entries",
+            rs.name, rs.size
+        )));
+    }
+
+    // The symbol table the relocations refer to.
+    let symtab_index = rs.link as usize;
+    let symsec = info
+        .sections
+        .get(symtab_index)
+        .filter(|s| s.sh_type == elf::SHT_SYMTAB)
+        .ok_or_else(|| malformed(format!("{} links to section {symtab_index}, not a symbol table", rs.name)))?;
+    if symsec.entsize != std::mem::size_of::<Elf::Sym>() as u64 {
+        return Err(malformed(format!(
+            "{} has sh_entsize {}, expected {}",
+            symsec.name,
+            symsec.entsize,
+            std::mem::size_of::<Elf::Sym>()
+        )));
+    }
+    let symtab = table
+        .symbol_table_by_index(endian, data, object::SectionIndex(symtab_index))
+        .map_err(|e| malformed(format!("{}: {e}", symsec.name)))?;
+
+    check_writable_ranges(info, data.len() as u64, &[callsite, reloc_section])?;
+
+    let (symbols, local_functions, file_symbols) = lookup_symbols::<Elf>(&symtab, endian, info)?;
+
+    let cs_data = &data[cs.offset as usize..(cs.offset + cs.size) as usize];
+    let rel_data = &data[rs.offset as usize..(rs.offset + rs.size) as usize];
+    let count = (rs.size / entsize) as usize;
+    let mut raw = Vec::with_capacity(count);
+    for i in 0..count {
+        let bytes = &rel_data[i * entsize as usize..];
+        let (r_offset, r_type, r_sym, addend) = if shape.rela {
+            let (r, _) = object::pod::from_bytes::<Elf::Rela>(bytes).map_err(|_| malformed("relocation"))?;
+            (
+                r.r_offset(endian).into(),
+                r.r_type(endian, false),
+                r.r_sym(endian, false),
+                Some(r.r_addend(endian).into()),
+            )
+        } else {
+            let (r, _) = object::pod::from_bytes::<Elf::Rel>(bytes).map_err(|_| malformed("relocation"))?;
+            (r.r_offset(endian).into(), r.r_type(endian), r.r_sym(endian), None)
+        };
+        raw.push((i, r_offset, r_type, r_sym, addend));
+    }
+
+    let mut entries = Vec::with_capacity(count);
+    for &(i, r_offset, r_type, r_sym, addend) in &raw {
+        if r_offset >= cs.size || cs.size - r_offset < word {
+            return Err(malformed(format!(
+                "relocation {i} of {} writes at {r_offset:#x}, past the end of {} ({:#x} bytes)",
+                rs.name, cs.name, cs.size
+            )));
+        }
+        if r_sym as usize >= symtab.len() {
+            return Err(malformed(format!(
+                "relocation {i} of {} refers to symbol {r_sym}, but {} has {} symbols",
+                rs.name,
+                symsec.name,
+                symtab.len()
+            )));
+        }
+        let word_bytes = &cs_data[r_offset as usize..(r_offset + word) as usize];
+        let target = if r_offset % word != 0 {
+            Target::Odd(format!("relocation at {r_offset:#x} is not word-aligned"))
+        } else if r_type != shape.abs_type {
+            Target::Odd(format!("relocation type {r_type} is not the absolute word type {}", shape.abs_type))
+        } else {
+            let word_value = info.read_word(word_bytes);
+            let addend = match addend {
+                Some(a) if word_value != 0 => {
+                    let _ = a;
+                    None
+                }
+                Some(a) => Some(a),
+                // REL: the addend is the word itself, read as signed.
+                None => Some(if info.is_64 { word_value as i64 } else { word_value as u32 as i32 as i64 }),
+            };
+            match addend {
+                None => Target::Odd(format!("word is {word_value:#x}, not zero, under a RELA relocation")),
+                Some(addend) => resolve(&symtab, endian, info, r_sym, addend),
+            }
+        };
+        entries.push(Entry { reloc: i, word_offset: r_offset, target });
+    }
+
+    // Two relocations on one word: whatever the loader makes of that, it is
+    // not the one-relocation-per-entry shape the rule is about.
+    let mut by_offset: Vec<(u64, usize)> = raw.iter().map(|r| (r.1, r.0)).collect();
+    by_offset.sort_unstable();
+    for pair in by_offset.windows(2) {
+        if pair[0].0 / word == pair[1].0 / word {
+            for &(_, reloc) in pair {
+                entries[reloc].target = Target::Odd(format!(
+                    "two relocations hit the word at {:#x}",
+                    pair[0].0 / word * word
+                ));
+            }
+        }
+    }
+
+    Ok(Ok(Extracted {
+        callsite: Callsite { section: callsite, reloc_section, reloc_entsize: entsize, entries },
+        symbols,
+        local_functions,
+        file_symbols,
+    }))
+}
+
+/// Resolve `symbol + addend` to a section offset, or say why not.
+fn resolve<Elf: FileHeader<Endian = Endianness>>(
+    symtab: &SymbolTable<'_, Elf>,
+    endian: Endianness,
+    info: &ElfInfo,
+    r_sym: u32,
+    addend: i64,
+) -> Target {
+    if r_sym == 0 {
+        return Target::Odd("relocation against the null symbol".into());
+    }
+    let index = object::SymbolIndex(r_sym as usize);
+    let Ok(sym) = symtab.symbol(index) else {
+        return Target::Odd(format!("symbol {r_sym} is out of range"));
+    };
+    let shndx = sym.st_shndx(endian);
+    match shndx {
+        elf::SHN_UNDEF => return Target::Odd("relocation against an undefined symbol".into()),
+        elf::SHN_ABS => return Target::Odd("relocation against an absolute symbol".into()),
+        elf::SHN_COMMON => return Target::Odd("relocation against a common symbol".into()),
+        _ => {}
+    }
+    if sym.st_bind() == elf::STB_WEAK {
+        return Target::Odd("relocation against a weak symbol".into());
+    }
+    let section = match symtab.symbol_section(endian, sym, index) {
+        Ok(Some(s)) => s.0,
+        _ => return Target::Odd(format!("symbol {r_sym} has no usable section index ({shndx})")),
+    };
+    let Some(target) = info.sections.get(section) else {
+        return Target::Odd(format!("symbol {r_sym} is in section {section}, which does not exist"));
+    };
+    if !target.is_alloc_exec() {
+        return Target::Odd(format!("target section {} is not allocated executable code", target.name));
+    }
+    let value: u64 = sym.st_value(endian).into();
+    let offset = value as i64 as i128 + addend as i128;
+    if offset < 0 || offset >= target.size as i128 {
+        return Target::Odd(format!("target {}{offset:+#x} lies outside its section", target.name));
+    }
+    Target::At { section: section as u32, offset: offset as u64 }
+}
+
+/// The symbols `find_kallsyms_symbol()` considers, restricted to those in
+/// allocated executable sections (no other section is in a text region).
+fn lookup_symbols<'a, Elf: FileHeader<Endian = Endianness>>(
+    symtab: &SymbolTable<'a, Elf>,
+    endian: Endianness,
+    info: &ElfInfo,
+) -> Result<(Vec<LookupSymbol<'a>>, usize, usize), Error> {
+    let strings = symtab.strings();
+    let mut out = Vec::with_capacity(symtab.len());
+    let (mut local_functions, mut file_symbols) = (0, 0);
+    for (index, sym) in symtab.enumerate().skip(1) {
+        match (sym.st_type(), sym.st_bind()) {
+            (elf::STT_FUNC, elf::STB_LOCAL) => local_functions += 1,
+            (elf::STT_FILE, _) => file_symbols += 1,
+            _ => {}
+        }
+        let shndx = sym.st_shndx(endian);
+        if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
+            continue;
+        }
+        let name = sym
+            .name(endian, strings)
+            .map_err(|_| malformed(format!("symbol {} has a bad name offset", index.0)))?;
+        if name.is_empty() || is_mapping_symbol(name) {
+            continue;
+        }
+        let section = match symtab.symbol_section(endian, sym, index) {
+            Ok(Some(s)) => s.0,
+            _ => continue,
+        };
+        if info.sections.get(section).is_some_and(Section::is_alloc_exec) {
+            out.push(LookupSymbol {
+                section: section as u32,
+                value: sym.st_value(endian).into(),
+                index: index.0 as u32,
+                name,
+            });
+        }
+    }
+    Ok((out, local_functions, file_symbols))
+}
+
+/// The sections we write must not share bytes with anything else: a write
+/// into an overlapping symbol table or header would corrupt the module.
+fn check_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) -> Result<(), Error> {
+    let ehsize = if info.is_64 { 64 } else { 52 };
+    let shtab = (info.shoff, info.shoff + info.shentsize * info.sections.len() as u64);
+    if shtab.1 > file_len {
+        return Err(malformed("section header table runs past the end of the file"));
+    }
+    for &w in written {
+        let s = &info.sections[w];
+        let Some((a0, a1)) = s.file_range() else { continue };
+        let clash = |what: &str, b0: u64, b1: u64| -> Result<(), Error> {
+            if a0 < b1 && b0 < a1 {
+                Err(malformed(format!("section {} overlaps {what}", s.name)))
+            } else {
+                Ok(())
+            }
+        };
+        clash("the ELF header", 0, ehsize)?;
+        clash("the section header table", shtab.0, shtab.1)?;
+        for (i, other) in info.sections.iter().enumerate() {
+            if i == w {
+                continue;
+            }
+            if let Some((b0, b1)) = other.file_range() {
+                clash(&format!("section {}", other.name), b0, b1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of section `section` at `offset`, if they are in the file.
+pub fn section_bytes<'a>(data: &'a [u8], info: &ElfInfo, section: u32, offset: u64, len: u64) -> Option<&'a [u8]> {
+    let s = info.sections.get(section as usize)?;
+    let (start, end) = s.file_range()?;
+    let from = start.checked_add(offset)?;
+    let to = from.checked_add(len)?;
+    (to <= end).then(|| &data[from as usize..to as usize])
+}
+
+// `ReadRef` is implemented for `&[u8]`; name it so the bound is explicit.
+#[allow(dead_code)]
+fn _assert_readref<'a>(d: &'a [u8]) -> impl ReadRef<'a> {
+    d
+}

@@ -1,0 +1,39 @@
+//! Errors, each phrased for a kernel or distribution engineer reading a
+//! build log: what is wrong with the file, and what to do about it.
+
+use std::io;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("{what}: {source}")]
+    IoAt { what: &'static str, source: io::Error },
+    #[error("is a directory (give module files, or use --tree to walk a module tree)")]
+    Directory,
+    #[error("not a regular file")]
+    NotRegular,
+    #[error("empty file, not a kernel module")]
+    Empty,
+    #[error("not an ELF file")]
+    NotElf,
+    #[error("malformed ELF: {0}")]
+    Malformed(String),
+    #[error("ELF type is {0}: kernel modules are relocatable objects (ET_REL)")]
+    NotRelocatable(&'static str),
+    #[error(
+        "module is signed: editing it would invalidate the signature. Run zero-weak-mcount before signing \
+         (it belongs right after the module is linked), or pass --signed=strip to drop the signature and re-sign afterwards"
+    )]
+    Signed,
+    #[error("malformed module signature: {0}")]
+    BadSignature(String),
+    #[error("{0}-compressed module: decompress it first, or pass --compressed=recompress")]
+    Compressed(&'static str),
+    #[error("kernel config: {0}")]
+    Config(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error("warning treated as an error (--fatal-warnings): {0}")]
+    FatalWarning(String),
+}

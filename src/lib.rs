@@ -1,0 +1,22 @@
+//! zero-weak-mcount: zero the ftrace callsite entries of overridden weak
+//! functions in Linux kernel modules, at build time, as `scripts/sorttable`
+//! does for vmlinux, so the kernel never builds records for them.
+//!
+//! The pieces, in the order a module goes through them:
+//! - [`signature`]: an appended module signature, refused unless dropped;
+//! - [`elf`]: the ELF view of the module, validated, as plain data;
+//! - [`arch`]: the per-arch, per-config rule (table, adjust, max offset);
+//! - [`decide`]: the weak-entry decision, a pure function;
+//! - [`plan`]: every byte to write, checked in full, then applied;
+//! - [`process`]: one file, start to end.
+
+pub mod arch;
+pub mod decide;
+pub mod elf;
+pub mod error;
+pub mod kconfig;
+pub mod plan;
+pub mod process;
+pub mod signature;
+
+pub use error::Error;

@@ -1,0 +1,338 @@
+//! One module, start to end: read, decide, plan, then (and only then) write.
+
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::arch::{self, Overrides, Rule, Scope, PPC_ADD_R2_R2_R12, PPC_LD_R2_R12_M8};
+use crate::decide::{self, Input, Layout, SymbolIndex, Verdict};
+use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
+use crate::error::Error;
+use crate::kconfig::Kconfig;
+use crate::plan::Plan;
+use crate::signature;
+
+/// What to do with a signed module.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SignedPolicy {
+    /// Fail: the module must be processed before it is signed.
+    #[default]
+    Refuse,
+    /// Leave it unchanged, with a warning.
+    Skip,
+    /// Drop the signature and process it; it must be re-signed.
+    Strip,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub check: bool,
+    pub verbose: bool,
+    pub kconfig: Option<Kconfig>,
+    pub overrides: Overrides,
+    pub signed: SignedPolicy,
+    pub fatal_warnings: bool,
+    /// Write a sibling temporary file, fsync it and rename it into place.
+    pub atomic: bool,
+    /// Keep the file's modification time (tree mode, for packagers).
+    pub keep_mtime: bool,
+}
+
+/// How a file ended up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Written (or, under `--check`, would be).
+    Changed { zeroed: usize, total: usize, stripped: bool },
+    /// Nothing to write.
+    Unchanged,
+    /// Left alone on purpose, for this reason (signed with `--signed=skip`,
+    /// or an architecture or kernel that does not check callsites).
+    Skipped(String),
+}
+
+/// The result of looking at one module: what to write, and what to say.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub plan: Plan,
+    pub outcome: Outcome,
+    /// `--verbose` lines, without the program and file prefix.
+    pub details: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Things the user must act on that are not warnings, such as re-signing.
+    pub notes: Vec<String>,
+    /// One line on what happened, for `--verbose`.
+    pub summary: String,
+}
+
+/// Decide what to do with a module's bytes. Pure: no I/O.
+pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
+    if data.is_empty() {
+        return Err(Error::Empty);
+    }
+    if let Some(kind) = compression(data) {
+        return Err(Error::Compressed(kind));
+    }
+    let mut warnings = Vec::new();
+    let mut image = data;
+    let mut truncate = None;
+    if let Some(len) = signature::elf_len(data)? {
+        match opts.signed {
+            SignedPolicy::Refuse => return Err(Error::Signed),
+            SignedPolicy::Skip => {
+                let why = "module is signed; left unchanged (--signed=skip): process modules before signing";
+                warnings.push(why.to_string());
+                return Ok(Analysis::skipped(why.to_string(), warnings));
+            }
+            SignedPolicy::Strip => {
+                image = &data[..len];
+                truncate = Some(len as u64);
+            }
+        }
+    }
+
+    let info = elf::parse_info(image)?;
+    let mut analysis = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
+        Scope::Skip(reason) => Analysis::skipped(reason, warnings),
+        Scope::Act(rule) => decide_module(image, &info, &rule, opts.verbose, warnings)?,
+    };
+    if let Some(len) = truncate {
+        analysis.plan.truncate = Some(len);
+        analysis.notes.push("signature dropped: sign the module again".into());
+        analysis.outcome = match analysis.outcome {
+            Outcome::Changed { zeroed, total, .. } => Outcome::Changed { zeroed, total, stripped: true },
+            _ => Outcome::Changed { zeroed: 0, total: 0, stripped: true },
+        };
+    }
+    Ok(analysis)
+}
+
+impl Analysis {
+    fn skipped(reason: String, warnings: Vec<String>) -> Analysis {
+        Analysis {
+            plan: Plan::default(),
+            summary: format!("nothing to do: {reason}"),
+            outcome: Outcome::Skipped(reason),
+            details: Vec::new(),
+            warnings,
+            notes: Vec::new(),
+        }
+    }
+}
+
+fn decide_module(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    verbose: bool,
+    mut warnings: Vec<String>,
+) -> Result<Analysis, Error> {
+    let Some(callsite) = info.alloc_section(rule.section) else {
+        return Ok(Analysis::skipped(format!("no {} section", rule.section), warnings));
+    };
+    let extracted = match elf::extract(image, info, callsite, rule.shape)? {
+        Ok(x) => x,
+        Err(NoCallsite::Missing(why)) => return Ok(Analysis::skipped(why, warnings)),
+        Err(NoCallsite::Unsupported(why)) => {
+            warnings.push(why.clone());
+            return Ok(Analysis::skipped(why, warnings));
+        }
+    };
+    let entries = &extracted.callsite.entries;
+    if extracted.stripped_locals() && !entries.is_empty() {
+        warnings.push(
+            "the symbol table has no local symbols (stripped with --strip-unneeded?): the kernel cannot \
+             name or trace this module's static functions, and their entries are zeroed as it would reject them"
+                .into(),
+        );
+    }
+    let symbols = SymbolIndex::new(extracted.symbols);
+    let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
+
+    let mut zero = Vec::new();
+    let mut doubts = 0;
+    let mut details = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let input = input_for(image, info, rule, entry);
+        let verdict = decide::decide(&input, &symbols, &layout, rule.max_offset);
+        match &verdict {
+            Verdict::Valid => {}
+            Verdict::Zero { .. } => zero.push(i),
+            Verdict::Doubt(_) => doubts += 1,
+        }
+        if verbose && verdict != Verdict::Valid {
+            details.push(describe(info, rule, entry, &verdict));
+        }
+    }
+    let plan = Plan::new(image, info, &extracted.callsite, &zero)?;
+    let what = format!(
+        "{}, {}, max offset {} ({})",
+        rule.arch, rule.section, rule.max_offset, rule.basis
+    );
+    let mut summary = if zero.is_empty() {
+        format!("nothing to zero in {} entries [{what}]", entries.len())
+    } else {
+        format!("zeroed {} of {} entries [{what}]", zero.len(), entries.len())
+    };
+    if doubts > 0 {
+        let _ = write!(summary, ", {doubts} kept for doubt");
+    }
+    let outcome = if zero.is_empty() {
+        Outcome::Unchanged
+    } else {
+        Outcome::Changed { zeroed: zero.len(), total: entries.len(), stripped: false }
+    };
+    Ok(Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary })
+}
+
+fn input_for(image: &[u8], info: &ElfInfo, rule: &Rule, entry: &Entry) -> Input {
+    match &entry.target {
+        Target::Odd(why) => Input::Odd(why.clone()),
+        &Target::At { section, offset } => {
+            let global_entry = elf::section_bytes(image, info, section, offset, 8).is_some_and(|insns| {
+                elf::read_uint(&insns[..4], info.big_endian) == u64::from(PPC_LD_R2_R12_M8)
+                    && elf::read_uint(&insns[4..], info.big_endian) == u64::from(PPC_ADD_R2_R2_R12)
+            });
+            let (ips, count) = rule.adjust.candidates(offset, global_entry);
+            Input::Ips { section, ips, count }
+        }
+    }
+}
+
+fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {
+    let location = match &entry.target {
+        &Target::At { section, offset } => format!("{}+{offset:#x}", info.sections[section as usize].name),
+        Target::Odd(_) => format!("{}+{:#x}", rule.section, entry.word_offset),
+    };
+    match verdict {
+        Verdict::Zero { nearest: Some(name), distance } => {
+            format!("zero {location} (distance {distance} after {})", String::from_utf8_lossy(name))
+        }
+        Verdict::Zero { nearest: None, distance } => format!("zero {location} (distance {distance}, no symbol before it)"),
+        Verdict::Doubt(why) => format!("keep {location}: {why}"),
+        Verdict::Valid => format!("valid {location}"),
+    }
+}
+
+fn compression(data: &[u8]) -> Option<&'static str> {
+    if data.starts_with(b"\xfd7zXZ\0") {
+        Some("xz")
+    } else if data.starts_with(b"\x28\xb5\x2f\xfd") {
+        Some("zstd")
+    } else if data.starts_with(b"\x1f\x8b") {
+        Some("gzip")
+    } else {
+        None
+    }
+}
+
+/// What happened to a file, for the caller to print.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub analysis: Analysis,
+}
+
+/// Process one module file according to `opts`, writing to `output` if
+/// given, else in place.
+pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Result<FileReport, Error> {
+    let meta = fs::metadata(path)?;
+    if meta.is_dir() {
+        return Err(Error::Directory);
+    }
+    if !meta.is_file() {
+        return Err(Error::NotRegular);
+    }
+    if meta.len() == 0 {
+        return Err(Error::Empty);
+    }
+    let file = lock_current(path, opts.check)?;
+    // SAFETY: the file is locked against other instances of this tool; a
+    // concurrent truncation by something else would fault, as it would for
+    // sorttable and objtool, which map modules the same way.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::IoAt { what: "cannot map", source: e })?;
+    let analysis = analyze(&map, opts)?;
+    if opts.fatal_warnings {
+        if let Some(w) = analysis.warnings.first() {
+            return Err(Error::FatalWarning(w.clone()));
+        }
+    }
+    if opts.check || analysis.plan.is_empty() {
+        return Ok(FileReport { path: path.to_path_buf(), analysis });
+    }
+    if let Some(out) = output {
+        write_new(out, &analysis.plan.apply_to(&map), &file, false)?;
+    } else if opts.atomic {
+        let tmp = sibling_temp(path);
+        let result = write_new(&tmp, &analysis.plan.apply_to(&map), &file, opts.keep_mtime)
+            .and_then(|()| fs::rename(&tmp, path).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result?;
+    } else {
+        drop(map);
+        let rw = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::IoAt { what: "cannot open for writing (file left unchanged)", source: e })?;
+        analysis.plan.apply_file(&rw).map_err(|e| Error::IoAt { what: "write failed", source: e })?;
+        if opts.keep_mtime {
+            let times = fs::FileTimes::new().set_modified(meta.modified()?).set_accessed(meta.accessed()?);
+            rw.set_times(times)?;
+        }
+    }
+    Ok(FileReport { path: path.to_path_buf(), analysis })
+}
+
+/// Open and lock `path`, making sure the lock is on the file that is there
+/// now: a concurrent `--atomic` run may have renamed a new file into place
+/// while we waited.
+fn lock_current(path: &Path, shared: bool) -> Result<File, Error> {
+    loop {
+        let file = File::open(path)?;
+        if shared {
+            file.lock_shared()?;
+        } else {
+            file.lock()?;
+        }
+        let now = fs::metadata(path)?;
+        let held = file.metadata()?;
+        if now.ino() == held.ino() && now.dev() == held.dev() {
+            return Ok(file);
+        }
+    }
+}
+
+fn sibling_temp(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.zwm-{}.tmp", std::process::id()))
+}
+
+/// Write `bytes` to a new file at `path` with the mode, owner and (if asked)
+/// times of `like`, and fsync it.
+fn write_new(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) -> Result<(), Error> {
+    let meta = like.metadata()?;
+    let io = |what| move |e| Error::IoAt { what, source: e };
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io("cannot create output"))?;
+    out.write_all(bytes).map_err(io("write failed"))?;
+    out.set_permissions(meta.permissions()).map_err(io("cannot set mode"))?;
+    if let Err(e) = std::os::unix::fs::fchown(&out, Some(meta.uid()), Some(meta.gid())) {
+        // Only root may give files away; keeping our own ownership is fine then.
+        if e.kind() != std::io::ErrorKind::PermissionDenied {
+            return Err(Error::IoAt { what: "cannot set owner", source: e });
+        }
+    }
+    if keep_mtime {
+        let times = fs::FileTimes::new().set_modified(meta.modified()?).set_accessed(meta.accessed()?);
+        out.set_times(times).map_err(io("cannot set times"))?;
+    }
+    out.sync_all().map_err(io("fsync failed"))?;
+    Ok(())
+}
