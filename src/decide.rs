@@ -210,7 +210,7 @@ mod tests {
     fn nearest_symbol_is_the_closest_below_not_the_first() {
         let (s, l) = setup(
             vec![sym(1, 0x10, 3, "a"), sym(1, 0x80, 4, "b"), sym(1, 0x200, 9, "c")],
-            vec![text(".text", 0x1000)],
+            vec![text(".text", 0x1000), text(".other", 0x100)],
         );
         assert_eq!(decide(&at(1, 0x84), &s, &l, 4), Verdict::Valid);
         assert_eq!(decide(&at(1, 0x150), &s, &l, 4), Verdict::Zero { nearest: Some(b"b"), distance: 0xd0 });

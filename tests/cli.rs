@@ -1,0 +1,184 @@
+//! The binary on real files: the bundled module built by Kbuild, exit
+//! codes, --check, --output, signatures and bad input.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
+const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
+
+fn tool(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("zwm-cli-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn copy(&self, name: &str, data: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        fs::write(&p, data).unwrap();
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn bundled_module_loses_exactly_its_two_weak_entries() {
+    let dir = Scratch::new("bundled");
+    let original = fs::read(MODULE).unwrap();
+    let ko = dir.copy("zwm_test.ko", &original);
+    let before = common::entries(&original, "__mcount_loc", 0);
+    assert_eq!(before.len(), 8);
+
+    let out = tool(&["-v", s(&ko)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "stdout must stay empty for make -s");
+    let err = stderr(&out);
+    assert!(err.contains(": zero .text+0x0 (distance 0, no symbol before it)"), "{err}");
+    assert!(err.contains(": zero .text+0x20 (distance 16 after zwm_arch_kept)"), "{err}");
+    assert!(err.contains("zeroed 2 of 8 entries"), "{err}");
+
+    let after = fs::read(&ko).unwrap();
+    let mut expected = before.clone();
+    expected.retain(|e| *e != (".text".into(), 0x0) && *e != (".text".into(), 0x20));
+    assert_eq!(common::entries(&after, "__mcount_loc", 0), expected);
+    common::assert_differs_only_in(&original, &after, &common::changeable(&original, "__mcount_loc"));
+
+    // Second run: nothing to do, bytes identical.
+    let out = tool(&["-v", s(&ko)]);
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("nothing to zero in 6 entries"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), after);
+}
+
+#[test]
+fn the_kernels_own_config_gives_the_same_answer_for_the_bundled_module() {
+    // Debian bookworm's 6.1 build has IBT off: max offset 0.
+    let dir = Scratch::new("kconfig");
+    let ko = dir.copy("m.ko", &fs::read(MODULE).unwrap());
+    let cfg = dir.copy("config", b"CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n# CONFIG_X86_KERNEL_IBT is not set\n");
+    let out = tool(&["-v", "--kconfig", s(&cfg), s(&ko)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("zeroed 2 of 8 entries [x86_64, __mcount_loc, max offset 0"), "{}", stderr(&out));
+}
+
+#[test]
+fn check_writes_nothing_and_reports_a_change_with_exit_1() {
+    let dir = Scratch::new("check");
+    let original = fs::read(MODULE).unwrap();
+    let ko = dir.copy("m.ko", &original);
+    let out = tool(&["--check", s(&ko)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("would zero 2 of 8"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), original);
+    assert!(tool(&[s(&ko)]).status.success());
+    assert_eq!(tool(&["--check", s(&ko)]).status.code(), Some(0));
+}
+
+#[test]
+fn output_leaves_the_input_alone() {
+    let dir = Scratch::new("output");
+    let original = fs::read(MODULE).unwrap();
+    let ko = dir.copy("m.ko", &original);
+    let out_path = dir.0.join("out.ko");
+    let out = tool(&["-o", s(&out_path), s(&ko)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), original);
+    let inplace = dir.copy("inplace.ko", &original);
+    assert!(tool(&[s(&inplace)]).status.success());
+    assert_eq!(fs::read(&out_path).unwrap(), fs::read(&inplace).unwrap());
+    // -o takes one input.
+    assert_eq!(tool(&["-o", s(&out_path), s(&ko), s(&inplace)]).status.code(), Some(2));
+}
+
+fn signed(data: &[u8]) -> Vec<u8> {
+    let sig = [0x30, 0x82, 0x01, 0x02, 0xaa, 0xbb];
+    let mut v = data.to_vec();
+    v.extend_from_slice(&sig);
+    v.extend_from_slice(&[0, 0, 2, 0, 0, 0, 0, 0]);
+    v.extend_from_slice(&(sig.len() as u32).to_be_bytes());
+    v.extend_from_slice(b"~Module signature appended~\n");
+    v
+}
+
+#[test]
+fn signed_modules_are_refused_unless_the_signature_is_dropped() {
+    let dir = Scratch::new("signed");
+    let original = fs::read(MODULE).unwrap();
+    let data = signed(&original);
+    let ko = dir.copy("m.ko", &data);
+
+    let out = tool(&[s(&ko)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("error: module is signed"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("before signing"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), data);
+
+    let out = tool(&["--check", s(&ko)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(fs::read(&ko).unwrap(), data);
+
+    let out = tool(&["--signed=skip", s(&ko)]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("warning: module is signed"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), data);
+
+    let out = tool(&["--signed=strip", s(&ko)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("sign the module again"), "{}", stderr(&out));
+    let plain = dir.copy("plain.ko", &original);
+    assert!(tool(&[s(&plain)]).status.success());
+    assert_eq!(fs::read(&ko).unwrap(), fs::read(&plain).unwrap());
+}
+
+#[test]
+fn compressed_modules_are_refused_for_now() {
+    let dir = Scratch::new("xz");
+    let data = b"\xfd7zXZ\0rest-of-an-xz-stream".to_vec();
+    let ko = dir.copy("m.ko.xz", &data);
+    let out = tool(&[s(&ko)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("xz-compressed module"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), data);
+}
+
+#[test]
+fn errors_name_the_file_and_other_files_still_get_processed() {
+    let dir = Scratch::new("many");
+    let good = dir.copy("good.ko", &fs::read(MODULE).unwrap());
+    let bad = dir.copy("bad.ko", b"not an elf file at all");
+    let out = tool(&[s(&bad), s(&good)]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("zero-weak-mcount: {}: error: not an ELF file", s(&bad))), "{err}");
+    assert_eq!(tool(&["--check", s(&good)]).status.code(), Some(0), "good.ko was not processed");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(tool(&[]).status.code(), Some(2));
+    assert_eq!(tool(&["--signed=maybe", MODULE]).status.code(), Some(2));
+    assert_eq!(tool(&["--kconfig", "/nonexistent/config", MODULE]).status.code(), Some(2));
+}

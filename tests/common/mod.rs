@@ -1,0 +1,201 @@
+//! Synthetic kernel modules written with `object::write`, and an independent
+//! reader (object's generic `read` API, not our ELF layer) to check results.
+#![allow(dead_code)]
+
+use object::write::{Object, Relocation, SectionId, Symbol, SymbolSection};
+use object::{
+    elf, Architecture, BinaryFormat, Endianness, FileFlags, Object as _, ObjectSection as _, ObjectSymbol as _,
+    RelocationFlags, RelocationTarget, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+};
+
+pub const VERMAGIC: &str = "7.2.0 SMP preempt mod_unload modversions";
+
+/// One text section of a fixture: its size, its named symbols and the
+/// record ips of its callsite entries (the location is `ip - adjust`).
+pub struct Text {
+    pub name: &'static str,
+    pub size: u64,
+    pub symbols: Vec<(&'static str, u64)>,
+    pub ips: Vec<u64>,
+}
+
+pub struct Fixture {
+    pub arch: Architecture,
+    pub endian: Endianness,
+    pub e_flags: u32,
+    pub callsite: &'static str,
+    pub abs_type: u32,
+    /// What `ftrace_call_adjust()` adds on this arch and config.
+    pub adjust: u64,
+    pub vermagic: &'static str,
+    pub texts: Vec<Text>,
+}
+
+impl Fixture {
+    pub fn word(&self) -> u64 {
+        if self.arch.address_size().unwrap().bytes() == 8 { 8 } else { 4 }
+    }
+
+    pub fn build(&self) -> Vec<u8> {
+        let mut obj = Object::new(BinaryFormat::Elf, self.arch, self.endian);
+        obj.flags = FileFlags::Elf { os_abi: 0, abi_version: 0, e_flags: self.e_flags };
+        obj.add_file_symbol(b"fixture.c".to_vec());
+        let mut texts: Vec<SectionId> = Vec::new();
+        for t in &self.texts {
+            let id = obj.add_section(Vec::new(), t.name.as_bytes().to_vec(), SectionKind::Text);
+            // A recognisable, non-zero filler (ppc nop) so no accidental
+            // instruction pattern appears.
+            let filler: Vec<u8> = [0x60u8, 0, 0, 0].iter().copied().cycle().take(t.size as usize).collect();
+            obj.set_section_data(id, filler, 16);
+            for &(name, value) in &t.symbols {
+                obj.add_symbol(Symbol {
+                    name: name.as_bytes().to_vec(),
+                    value,
+                    size: 4,
+                    kind: SymbolKind::Text,
+                    scope: SymbolScope::Compilation,
+                    weak: false,
+                    section: SymbolSection::Section(id),
+                    flags: SymbolFlags::None,
+                });
+            }
+            texts.push(id);
+        }
+        let word = self.word();
+        let count: usize = self.texts.iter().map(|t| t.ips.len()).sum();
+        let cs = obj.add_section(Vec::new(), self.callsite.as_bytes().to_vec(), SectionKind::ReadOnlyData);
+        obj.set_section_data(cs, vec![0u8; count * word as usize], 1);
+        let mut slot = 0u64;
+        for (t, &id) in self.texts.iter().zip(&texts) {
+            let sym = obj.section_symbol(id);
+            for &ip in &t.ips {
+                obj.add_relocation(
+                    cs,
+                    Relocation {
+                        offset: slot * word,
+                        symbol: sym,
+                        addend: (ip - self.adjust) as i64,
+                        flags: RelocationFlags::Elf { r_type: self.abs_type },
+                    },
+                )
+                .unwrap();
+                slot += 1;
+            }
+        }
+        let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
+        obj.set_section_data(modinfo, format!("license=GPL\0vermagic={}\0", self.vermagic).into_bytes(), 1);
+        obj.write().unwrap()
+    }
+}
+
+/// The fixture layout shared by every arch: what is weak, valid and doubtful
+/// depends only on `max` and the arch's adjust.
+pub fn standard(arch: Architecture, endian: Endianness, e_flags: u32, callsite: &'static str, abs_type: u32, adjust: u64, max: u64) -> Fixture {
+    Fixture {
+        arch,
+        endian,
+        e_flags,
+        callsite,
+        abs_type,
+        adjust,
+        vermagic: VERMAGIC,
+        texts: vec![
+            Text {
+                name: ".text",
+                size: 0x200,
+                symbols: vec![("a", 0x40), ("b", 0x100)],
+                // no symbol before 0x20; a itself; a+max; a+max+1; b; b+0x80
+                ips: vec![0x20, 0x40, 0x40 + max, 0x41 + max, 0x100, 0x180],
+            },
+            Text {
+                name: ".noinstr.text",
+                size: 0x40,
+                symbols: vec![("n", 0x10)],
+                // At the section's start (a symbol at the end of .text could
+                // explain it), and n itself.
+                ips: vec![adjust, 0x10],
+            },
+            Text { name: ".init.text", size: 0x40, symbols: vec![("init_fn", 0x10)], ips: vec![0x10] },
+        ],
+    }
+}
+
+/// `(section name, record ip)` of every relocated callsite entry, read
+/// with object's generic API.
+pub fn entries(data: &[u8], callsite: &str, adjust: u64) -> Vec<(String, u64)> {
+    let file = object::File::parse(data).unwrap();
+    let cs = file.section_by_name(callsite).unwrap();
+    let words = cs.data().unwrap();
+    let big = file.endianness() == Endianness::Big;
+    let word = if file.is_64() { 8 } else { 4 };
+    let mut out = Vec::new();
+    for (offset, rel) in cs.relocations() {
+        let RelocationTarget::Symbol(index) = rel.target() else { panic!("not a symbol target") };
+        let sym = file.symbol_by_index(index).unwrap();
+        let section = file.section_by_index(sym.section_index().unwrap()).unwrap();
+        let addend = if rel.has_implicit_addend() {
+            let w = &words[offset as usize..offset as usize + word];
+            let v = if big {
+                w.iter().fold(0u64, |v, &b| v << 8 | u64::from(b))
+            } else {
+                w.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b))
+            };
+            v as i64
+        } else {
+            rel.addend()
+        };
+        out.push((section.name().unwrap().to_string(), (sym.address() as i64 + addend) as u64 + adjust));
+    }
+    out.sort();
+    out
+}
+
+/// Byte ranges of the file that may legitimately change: the callsite
+/// relocation section, its `sh_size` field, and the callsite words.
+pub fn changeable(data: &[u8], callsite: &str) -> Vec<(usize, usize)> {
+    let file = object::read::elf::ElfFile64::<Endianness>::parse(data)
+        .map(|_| true)
+        .unwrap_or(false);
+    let parsed = object::File::parse(data).unwrap();
+    let mut ranges = Vec::new();
+    let is_64 = file;
+    let (shoff, shentsize) = {
+        let e = parsed.endianness();
+        let rd = |at: usize, n: usize| -> u64 {
+            let b = &data[at..at + n];
+            if e == Endianness::Big {
+                b.iter().fold(0, |v, &x| v << 8 | u64::from(x))
+            } else {
+                b.iter().rev().fold(0, |v, &x| v << 8 | u64::from(x))
+            }
+        };
+        if is_64 { (rd(0x28, 8), rd(0x3a, 2)) } else { (rd(0x20, 4), rd(0x2e, 2)) }
+    };
+    for s in parsed.sections() {
+        let name = s.name().unwrap();
+        let is_reloc_of_cs = name == format!(".rela{callsite}") || name == format!(".rel{callsite}");
+        if name == callsite || is_reloc_of_cs {
+            let (off, size) = s.file_range().unwrap();
+            ranges.push((off as usize, (off + size) as usize));
+        }
+        if is_reloc_of_cs {
+            let field = shoff + s.index().0 as u64 * shentsize + if is_64 { 32 } else { 20 };
+            ranges.push((field as usize, field as usize + if is_64 { 8 } else { 4 }));
+        }
+    }
+    ranges
+}
+
+/// Panics unless `a` and `b` differ only inside `ranges`.
+pub fn assert_differs_only_in(a: &[u8], b: &[u8], ranges: &[(usize, usize)]) {
+    assert_eq!(a.len(), b.len(), "file size changed");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        if x != y {
+            assert!(
+                ranges.iter().any(|&(s, e)| (s..e).contains(&i)),
+                "byte {i:#x} changed outside the callsite table and its relocations"
+            );
+        }
+    }
+}
+

@@ -1,0 +1,143 @@
+//! Every supported arch, on synthetic modules: exactly the weak entries
+//! go, nothing else changes, and a second run is a no-op.
+
+mod common;
+
+use common::{assert_differs_only_in, changeable, entries, standard, Fixture};
+use object::{elf, Architecture, Endianness};
+use zero_weak_mcount::kconfig::Kconfig;
+use zero_weak_mcount::process::{analyze, Options, Outcome};
+
+fn run(data: &[u8], opts: &Options) -> (Vec<u8>, Outcome) {
+    let a = analyze(data, opts).unwrap();
+    (a.plan.apply_to(data), a.outcome)
+}
+
+/// Process `fixture` and check that exactly the entries at `zeroed` (as
+/// `(section, ip)`) are gone, the rest of the file is untouched, and a
+/// second run changes nothing.
+fn check(fixture: &Fixture, opts: &Options, zeroed: &[(&str, u64)]) {
+    let before = fixture.build();
+    let (after, outcome) = run(&before, opts);
+    let mut expected = entries(&before, fixture.callsite, fixture.adjust);
+    for z in zeroed {
+        let at = expected.iter().position(|(s, ip)| (s.as_str(), *ip) == *z).unwrap_or_else(|| panic!("{z:?} is not an entry"));
+        expected.remove(at);
+    }
+    assert_eq!(entries(&after, fixture.callsite, fixture.adjust), expected);
+    assert_differs_only_in(&before, &after, &changeable(&before, fixture.callsite));
+    if zeroed.is_empty() {
+        assert_eq!(before, after);
+    } else {
+        assert!(matches!(outcome, Outcome::Changed { zeroed: n, .. } if n == zeroed.len()), "{outcome:?}");
+    }
+    // The callsite words of removed entries are zero, so they load as 0.
+    let (again, outcome) = run(&after, opts);
+    assert_eq!(again, after, "second run changed the file");
+    assert!(!matches!(outcome, Outcome::Changed { .. }));
+}
+
+fn weak(max: u64) -> Vec<(&'static str, u64)> {
+    vec![(".text", 0x20), (".text", 0x41 + max), (".text", 0x180)]
+}
+
+#[test]
+fn x86_64_default_assumes_ibt() {
+    let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    check(&f, &Options::default(), &weak(4));
+}
+
+#[test]
+fn x86_64_without_ibt_zeroes_at_plus_four() {
+    // Laid out for max 4, processed with the config's max 0: a+4 now goes too.
+    let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    let opts = Options {
+        kconfig: Some(Kconfig::parse("CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n# CONFIG_X86_KERNEL_IBT is not set\n")),
+        ..Options::default()
+    };
+    let mut z = weak(4);
+    z.push((".text", 0x44));
+    // The section-start entry of .noinstr.text at ip 0 is still <= max 0.
+    check(&f, &opts, &z);
+}
+
+#[test]
+fn i386_rel_addend_in_the_word() {
+    let f = standard(Architecture::I386, Endianness::Little, 0, "__mcount_loc", elf::R_386_32, 0, 0);
+    check(&f, &Options::default(), &weak(0));
+}
+
+#[test]
+fn ppc64le_elfv2_patchable_entries() {
+    let f = standard(Architecture::PowerPc64, Endianness::Little, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16);
+    check(&f, &Options::default(), &weak(16));
+}
+
+#[test]
+fn ppc64_big_endian_elfv2() {
+    let f = standard(Architecture::PowerPc64, Endianness::Big, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16);
+    check(&f, &Options::default(), &weak(16));
+}
+
+#[test]
+fn ppc64_elfv1_is_left_alone() {
+    let f = standard(Architecture::PowerPc64, Endianness::Big, 1, "__mcount_loc", elf::R_PPC64_ADDR64, 0, 16);
+    check(&f, &Options::default(), &[]);
+    let a = analyze(&f.build(), &Options::default()).unwrap();
+    assert!(matches!(a.outcome, Outcome::Skipped(ref r) if r.contains("ELFv1")), "{:?}", a.outcome);
+}
+
+#[test]
+fn ppc32_patchable_entries_adjust_by_eight() {
+    let f = standard(Architecture::PowerPc, Endianness::Big, 0, "__patchable_function_entries", elf::R_PPC_ADDR32, 8, 16);
+    let opts = Options {
+        kconfig: Some(Kconfig::parse(
+            "CONFIG_PPC32=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_ARCH_USING_PATCHABLE_FUNCTION_ENTRY=y\n\
+             CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS=y\n",
+        )),
+        ..Options::default()
+    };
+    check(&f, &opts, &weak(16));
+}
+
+#[test]
+fn ppc32_plain_pg_has_max_eight() {
+    let f = standard(Architecture::PowerPc, Endianness::Big, 0, "__mcount_loc", elf::R_PPC_ADDR32, 0, 8);
+    check(&f, &Options::default(), &weak(8));
+}
+
+#[test]
+fn aarch64_is_left_alone() {
+    let f = standard(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4);
+    check(&f, &Options::default(), &[]);
+    let a = analyze(&f.build(), &Options { verbose: true, ..Options::default() }).unwrap();
+    assert!(matches!(a.outcome, Outcome::Skipped(ref r) if r.contains("FTRACE_MCOUNT_MAX_OFFSET")), "{:?}", a.outcome);
+}
+
+#[test]
+fn kernels_before_the_check_are_left_alone() {
+    let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    f.vermagic = "5.15.0-91-generic SMP mod_unload modversions";
+    check(&f, &Options::default(), &[]);
+}
+
+#[test]
+fn doubt_is_reported_with_its_reason() {
+    let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    let a = analyze(&f.build(), &Options { verbose: true, ..Options::default() }).unwrap();
+    assert!(
+        a.details.iter().any(|d| d.starts_with("keep .noinstr.text+0x0:") && d.contains(".text precedes it")),
+        "{:#?}",
+        a.details
+    );
+    assert!(a.details.contains(&"zero .text+0x20 (distance 0, no symbol before it)".to_string()), "{:#?}", a.details);
+    assert!(a.details.contains(&"zero .text+0x180 (distance 128 after b)".to_string()), "{:#?}", a.details);
+    assert!(a.summary.contains("1 kept for doubt"), "{}", a.summary);
+}
+
+#[test]
+fn output_is_reproducible() {
+    let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    let data = f.build();
+    assert_eq!(run(&data, &Options::default()).0, run(&data, &Options::default()).0);
+}
