@@ -11,6 +11,7 @@
 //! - [`process`]: one file, start to end.
 
 pub mod arch;
+pub mod compress;
 pub mod decide;
 pub mod elf;
 pub mod error;
@@ -18,5 +19,6 @@ pub mod kconfig;
 pub mod plan;
 pub mod process;
 pub mod signature;
+pub mod walk;
 
 pub use error::Error;

@@ -1,10 +1,13 @@
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{self, Options, Outcome, SignedPolicy};
+use zero_weak_mcount::process::{self, CompressedPolicy, Options, Outcome, SignedPolicy, Skip};
+use zero_weak_mcount::walk;
 
 const NAME: &str = "zero-weak-mcount";
 
@@ -12,12 +15,13 @@ const NAME: &str = "zero-weak-mcount";
 /// kernel modules, so the kernel never builds records for them.
 ///
 /// Run it on each .ko right after it is linked, before it is signed,
-/// stripped or compressed. All output goes to stderr.
+/// stripped or compressed; or on a whole module tree (a DIR argument) when
+/// packaging. All output goes to stderr.
 #[derive(Parser, Debug)]
 #[command(name = NAME, version)]
 struct Cli {
-    /// Module files (.ko), processed in place
-    #[arg(required = true, value_name = "FILE")]
+    /// Module files (.ko), processed in place, or directories to walk
+    #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Write nothing; exit 1 if any file would change
     #[arg(long)]
@@ -25,7 +29,7 @@ struct Cli {
     /// List each zeroed entry and each entry kept for doubt, and a summary per file
     #[arg(short, long)]
     verbose: bool,
-    /// Write the result to PATH instead of in place (one input only)
+    /// Write the result to PATH instead of in place (one input file only)
     #[arg(short, long, value_name = "PATH")]
     output: Option<PathBuf>,
     /// Kernel .config or include/config/auto.conf the modules were built with
@@ -40,67 +44,146 @@ struct Cli {
     /// What to do with a signed module
     #[arg(long, value_enum, default_value_t = SignedPolicy::Refuse, value_name = "POLICY")]
     signed: SignedPolicy,
+    /// What to do with a compressed module (.ko.xz, .ko.zst, .ko.gz)
+    #[arg(long, value_enum, default_value_t = CompressedPolicy::Skip, value_name = "POLICY")]
+    compressed: CompressedPolicy,
     /// Treat warnings as errors (the file is left unchanged)
     #[arg(long)]
     fatal_warnings: bool,
     /// Write a temporary file, fsync it and rename it over the original
     #[arg(long)]
     atomic: bool,
+    /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
+    #[arg(long)]
+    tree: bool,
+    /// Worker threads [default: $RPM_BUILD_NCPUS, else the available CPUs]
+    #[arg(short, long, value_name = "N")]
+    jobs: Option<usize>,
+}
+
+/// What one file produced: lines to print, and how to count it.
+struct Done {
+    lines: Vec<String>,
+    outcome: Result<Outcome, ()>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if cli.output.is_some() && cli.paths.len() != 1 {
-        eprintln!("{NAME}: error: --output takes exactly one input file");
-        return ExitCode::from(2);
-    }
+    let usage = |msg: &str| {
+        eprintln!("{NAME}: error: {msg}");
+        ExitCode::from(2)
+    };
     let kconfig = match cli.kconfig.as_deref().map(Kconfig::load).transpose() {
         Ok(k) => k,
-        Err(e) => {
-            eprintln!("{NAME}: error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage(&e.to_string()),
     };
+
+    let mut files = Vec::new();
+    let mut tree = cli.tree;
+    let mut failed = false;
+    for path in &cli.paths {
+        if path.is_dir() {
+            tree = true;
+            match walk::modules(path) {
+                Ok(found) => files.extend(found),
+                Err(e) => {
+                    eprintln!("{NAME}: {}: error: cannot walk: {e}", path.display());
+                    failed = true;
+                }
+            }
+        } else if cli.tree {
+            return usage(&format!("--tree: {} is not a directory", path.display()));
+        } else {
+            files.push(path.clone());
+        }
+    }
+    if cli.output.is_some() && (tree || files.len() != 1) {
+        return usage("--output takes exactly one input file");
+    }
+
     let opts = Options {
         check: cli.check,
         verbose: cli.verbose,
         kconfig,
         overrides: Overrides { max_offset: cli.max_offset, section: cli.section },
         signed: cli.signed,
+        compressed: cli.compressed,
         fatal_warnings: cli.fatal_warnings,
         atomic: cli.atomic,
-        keep_mtime: false,
+        // Packagers' trees keep their timestamps; a Kbuild target must not.
+        keep_mtime: tree,
     };
-    let mut failed = false;
-    for path in &cli.paths {
-        let shown = path.display();
-        match process::process_file(path, cli.output.as_deref(), &opts) {
-            Ok(report) => {
-                let a = &report.analysis;
-                for w in &a.warnings {
-                    eprintln!("{NAME}: {shown}: warning: {w}");
-                }
-                for n in &a.notes {
-                    eprintln!("{NAME}: {shown}: note: {n}");
-                }
-                if opts.verbose {
-                    for d in &a.details {
-                        eprintln!("{NAME}: {shown}: {d}");
-                    }
-                }
-                let changes = matches!(a.outcome, Outcome::Changed { .. });
-                if opts.check && changes {
-                    failed = true;
-                    eprintln!("{NAME}: {shown}: would change: {}", a.summary.replacen("zeroed", "would zero", 1));
-                } else if opts.verbose {
-                    eprintln!("{NAME}: {shown}: {}", a.summary);
-                }
+    let output = cli.output.as_deref();
+    let jobs = cli.jobs.unwrap_or_else(walk::default_jobs);
+    let progress = tree && std::io::stderr().is_terminal();
+    let total = files.len();
+    let results = walk::parallel(
+        &files,
+        jobs,
+        |path| run(path, output, &opts, tree),
+        |n| {
+            if progress {
+                eprint!("\r{NAME}: {n}/{total}\x1b[K");
             }
-            Err(e) => {
-                failed = true;
-                eprintln!("{NAME}: {shown}: error: {e}");
-            }
+        },
+    );
+    if progress {
+        eprint!("\r\x1b[K");
+    }
+
+    let mut changed = 0;
+    let mut unchanged = 0;
+    let mut errors = 0;
+    let mut skipped: BTreeMap<Skip, usize> = BTreeMap::new();
+    for done in &results {
+        for line in &done.lines {
+            eprintln!("{line}");
+        }
+        match &done.outcome {
+            Ok(Outcome::Changed { .. }) => changed += 1,
+            Ok(Outcome::Unchanged) => unchanged += 1,
+            Ok(Outcome::Skipped(kind, _)) => *skipped.entry(*kind).or_default() += 1,
+            Err(()) => errors += 1,
         }
     }
+    if tree {
+        if let Some(&n) = skipped.get(&Skip::Compressed) {
+            eprintln!("{NAME}: warning: {n} compressed modules left unchanged (--compressed=recompress processes them)");
+        }
+        let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();
+        let skipped_total: usize = skipped.values().sum();
+        eprintln!(
+            "{NAME}: {total} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
+            if opts.check { "would change" } else { "changed" },
+            if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
+        );
+    }
+    failed |= errors > 0 || (opts.check && changed > 0);
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
+    let shown = path.display();
+    match process::process_file(path, output, opts) {
+        Ok(report) => {
+            let a = report.analysis;
+            let mut lines = Vec::new();
+            let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(Skip::Compressed, _));
+            if !quiet_skip {
+                lines.extend(a.warnings.iter().map(|w| format!("{NAME}: {shown}: warning: {w}")));
+            }
+            lines.extend(a.notes.iter().map(|n| format!("{NAME}: {shown}: note: {n}")));
+            if opts.verbose {
+                lines.extend(a.details.iter().map(|d| format!("{NAME}: {shown}: {d}")));
+            }
+            let changes = matches!(a.outcome, Outcome::Changed { .. });
+            if opts.check && changes {
+                lines.push(format!("{NAME}: {shown}: would change: {}", a.summary.replacen("zeroed", "would zero", 1)));
+            } else if opts.verbose {
+                lines.push(format!("{NAME}: {shown}: {}", a.summary));
+            }
+            Done { lines, outcome: Ok(a.outcome) }
+        }
+        Err(e) => Done { lines: vec![format!("{NAME}: {shown}: error: {e}")], outcome: Err(()) },
+    }
 }

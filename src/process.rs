@@ -12,6 +12,7 @@ use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::plan::Plan;
+use crate::compress::{self, Format};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -26,8 +27,21 @@ pub enum SignedPolicy {
     Strip,
 }
 
+/// What to do with a compressed module.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompressedPolicy {
+    /// Leave it unchanged, with a warning.
+    #[default]
+    Skip,
+    /// Fail.
+    Error,
+    /// Decompress, process, and compress again with the kernel's settings.
+    Recompress,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    pub compressed: CompressedPolicy,
     pub check: bool,
     pub verbose: bool,
     pub kconfig: Option<Kconfig>,
@@ -47,9 +61,30 @@ pub enum Outcome {
     Changed { zeroed: usize, total: usize, stripped: bool },
     /// Nothing to write.
     Unchanged,
-    /// Left alone on purpose, for this reason (signed with `--signed=skip`,
-    /// or an architecture or kernel that does not check callsites).
-    Skipped(String),
+    /// Left alone on purpose, for this reason.
+    Skipped(Skip, String),
+}
+
+/// Why a module was left alone, for the tree summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Skip {
+    /// Signed, with `--signed=skip`.
+    Signed,
+    /// Compressed, with `--compressed=skip`.
+    Compressed,
+    /// The kernel does not check this module's callsites (architecture,
+    /// kernel release or config), or we cannot tell whether it does.
+    NotChecked,
+}
+
+impl Skip {
+    pub fn name(self) -> &'static str {
+        match self {
+            Skip::Signed => "signed",
+            Skip::Compressed => "compressed",
+            Skip::NotChecked => "not checked by the kernel",
+        }
+    }
 }
 
 /// The result of looking at one module: what to write, and what to say.
@@ -71,8 +106,8 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     if data.is_empty() {
         return Err(Error::Empty);
     }
-    if let Some(kind) = compression(data) {
-        return Err(Error::Compressed(kind));
+    if let Some(format) = Format::detect(data) {
+        return Err(Error::Compressed(format.name()));
     }
     let mut warnings = Vec::new();
     let mut image = data;
@@ -83,7 +118,7 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
             SignedPolicy::Skip => {
                 let why = "module is signed; left unchanged (--signed=skip): process modules before signing";
                 warnings.push(why.to_string());
-                return Ok(Analysis::skipped(why.to_string(), warnings));
+                return Ok(Analysis::skipped(Skip::Signed, why.to_string(), warnings));
             }
             SignedPolicy::Strip => {
                 image = &data[..len];
@@ -94,7 +129,7 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 
     let info = elf::parse_info(image)?;
     let mut analysis = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::Skip(reason) => Analysis::skipped(reason, warnings),
+        Scope::Skip(reason) => Analysis::skipped(Skip::NotChecked, reason, warnings),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts.verbose, warnings)?,
     };
     if let Some(len) = truncate {
@@ -109,11 +144,15 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 }
 
 impl Analysis {
-    fn skipped(reason: String, warnings: Vec<String>) -> Analysis {
+    pub fn skipped(kind: Skip, reason: String, warnings: Vec<String>) -> Analysis {
+        Analysis { outcome: Outcome::Skipped(kind, reason.clone()), ..Analysis::unchanged(reason, warnings) }
+    }
+
+    fn unchanged(reason: String, warnings: Vec<String>) -> Analysis {
         Analysis {
             plan: Plan::default(),
             summary: format!("nothing to do: {reason}"),
-            outcome: Outcome::Skipped(reason),
+            outcome: Outcome::Unchanged,
             details: Vec::new(),
             warnings,
             notes: Vec::new(),
@@ -129,14 +168,14 @@ fn decide_module(
     mut warnings: Vec<String>,
 ) -> Result<Analysis, Error> {
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Analysis::skipped(format!("no {} section", rule.section), warnings));
+        return Ok(Analysis::unchanged(format!("no {} section", rule.section), warnings));
     };
     let extracted = match elf::extract(image, info, callsite, rule.shape)? {
         Ok(x) => x,
-        Err(NoCallsite::Missing(why)) => return Ok(Analysis::skipped(why, warnings)),
+        Err(NoCallsite::Missing(why)) => return Ok(Analysis::unchanged(why, warnings)),
         Err(NoCallsite::Unsupported(why)) => {
             warnings.push(why.clone());
-            return Ok(Analysis::skipped(why, warnings));
+            return Ok(Analysis::skipped(Skip::NotChecked, why, warnings));
         }
     };
     let entries = &extracted.callsite.entries;
@@ -215,18 +254,6 @@ fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -
     }
 }
 
-fn compression(data: &[u8]) -> Option<&'static str> {
-    if data.starts_with(b"\xfd7zXZ\0") {
-        Some("xz")
-    } else if data.starts_with(b"\x28\xb5\x2f\xfd") {
-        Some("zstd")
-    } else if data.starts_with(b"\x1f\x8b") {
-        Some("gzip")
-    } else {
-        None
-    }
-}
-
 /// What happened to a file, for the caller to print.
 #[derive(Debug, Clone)]
 pub struct FileReport {
@@ -252,6 +279,9 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
     // concurrent truncation by something else would fault, as it would for
     // sorttable and objtool, which map modules the same way.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::IoAt { what: "cannot map", source: e })?;
+    if let Some(format) = Format::detect(&map) {
+        return compressed(path, output, opts, &file, &map, format);
+    }
     let analysis = analyze(&map, opts)?;
     if opts.fatal_warnings {
         if let Some(w) = analysis.warnings.first() {
@@ -284,6 +314,48 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
         }
     }
     Ok(FileReport { path: path.to_path_buf(), analysis })
+}
+
+/// A compressed module: its payload goes through the same analysis and
+/// signature policy, and the result is written whole, atomically.
+fn compressed(
+    path: &Path,
+    output: Option<&Path>,
+    opts: &Options,
+    file: &File,
+    data: &[u8],
+    format: Format,
+) -> Result<FileReport, Error> {
+    let report = |analysis| Ok(FileReport { path: path.to_path_buf(), analysis });
+    match opts.compressed {
+        CompressedPolicy::Error => return Err(Error::Compressed(format.name())),
+        CompressedPolicy::Skip => {
+            let why = format!("{}-compressed module left unchanged (--compressed=recompress processes it)", format.name());
+            return report(Analysis::skipped(Skip::Compressed, why.clone(), vec![why]));
+        }
+        CompressedPolicy::Recompress => {}
+    }
+    let payload = compress::decompress(format, data)?;
+    let analysis = analyze(&payload, opts)?;
+    if opts.fatal_warnings {
+        if let Some(w) = analysis.warnings.first() {
+            return Err(Error::FatalWarning(w.clone()));
+        }
+    }
+    if opts.check || analysis.plan.is_empty() {
+        return report(analysis);
+    }
+    let packed = compress::compress_checked(format, &analysis.plan.apply_to(&payload))?;
+    let target = output.map_or_else(|| sibling_temp(path), Path::to_path_buf);
+    let result = write_new(&target, &packed, file, opts.keep_mtime).and_then(|()| match output {
+        Some(_) => Ok(()),
+        None => fs::rename(&target, path).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }),
+    });
+    if result.is_err() && output.is_none() {
+        let _ = fs::remove_file(&target);
+    }
+    result?;
+    report(analysis)
 }
 
 /// Open and lock `path`, making sure the lock is on the file that is there

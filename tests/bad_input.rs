@@ -113,15 +113,6 @@ fn a_relocation_past_the_end_of_the_callsite_table() {
 }
 
 #[test]
-fn a_directory_is_refused() {
-    let dir = scratch("dir");
-    let out = Command::new(BIN).arg(&dir).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is a directory"));
-    fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
 fn a_file_we_may_not_write_is_left_unchanged() {
     let dir = scratch("readonly");
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();

@@ -153,15 +153,109 @@ fn signed_modules_are_refused_unless_the_signature_is_dropped() {
     assert_eq!(fs::read(&ko).unwrap(), fs::read(&plain).unwrap());
 }
 
+fn xz(data: &[u8]) -> Vec<u8> {
+    zero_weak_mcount::compress::compress(zero_weak_mcount::compress::Format::Xz, data).unwrap()
+}
+
 #[test]
-fn compressed_modules_are_refused_for_now() {
+fn compressed_modules_are_skipped_refused_or_recompressed() {
     let dir = Scratch::new("xz");
-    let data = b"\xfd7zXZ\0rest-of-an-xz-stream".to_vec();
-    let ko = dir.copy("m.ko.xz", &data);
+    let original = fs::read(MODULE).unwrap();
+    let packed = xz(&original);
+    let ko = dir.copy("m.ko.xz", &packed);
+
     let out = tool(&[s(&ko)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: xz-compressed module left unchanged"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), packed);
+
+    let out = tool(&["--compressed=error", s(&ko)]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("xz-compressed module"), "{}", stderr(&out));
-    assert_eq!(fs::read(&ko).unwrap(), data);
+    assert!(stderr(&out).contains("error: xz-compressed module"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), packed);
+
+    let out = tool(&["--compressed=recompress", "--check", s(&ko)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), packed);
+
+    let out = tool(&["--compressed=recompress", "-v", s(&ko)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("zeroed 2 of 8"), "{}", stderr(&out));
+    let plain = dir.copy("plain.ko", &original);
+    assert!(tool(&[s(&plain)]).status.success());
+    let recompressed = fs::read(&ko).unwrap();
+    assert_eq!(recompressed, xz(&fs::read(&plain).unwrap()), "same bytes as compressing the processed module");
+    // Second run: nothing to do, the file is not rewritten.
+    assert!(tool(&["--compressed=recompress", s(&ko)]).status.success());
+    assert_eq!(fs::read(&ko).unwrap(), recompressed);
+}
+
+#[test]
+fn signed_compressed_payloads_follow_the_signature_policy() {
+    let dir = Scratch::new("xzsigned");
+    let packed = xz(&signed(&fs::read(MODULE).unwrap()));
+    let ko = dir.copy("m.ko.xz", &packed);
+    let out = tool(&["--compressed=recompress", s(&ko)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("module is signed"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), packed);
+}
+
+#[test]
+fn tree_mode_walks_sorted_keeps_metadata_and_does_not_depend_on_jobs() {
+    use std::os::unix::fs::MetadataExt;
+    let original = fs::read(MODULE).unwrap();
+    let build = |name: &str| {
+        let dir = Scratch::new(name);
+        fs::create_dir_all(dir.0.join("kernel/drivers")).unwrap();
+        for i in 0..12 {
+            dir.copy(&format!("kernel/drivers/m{i:02}.ko"), &original);
+        }
+        dir.copy("kernel/packed.ko.xz", &xz(&original));
+        dir.copy("kernel/signed.ko", &signed(&original));
+        dir.copy("kernel/garbage.ko", b"garbage");
+        std::os::unix::fs::symlink(dir.0.join("kernel/drivers/m00.ko"), dir.0.join("kernel/link.ko")).unwrap();
+        let m = dir.0.join("kernel/drivers/m03.ko");
+        fs::set_permissions(&m, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        fs::File::options().write(true).open(&m).unwrap().set_modified(old).unwrap();
+        dir
+    };
+    let one = build("tree1");
+    let two = build("tree2");
+    let out1 = tool(&["-j1", "--signed=skip", s(&one.0)]);
+    let out2 = tool(&["-j2", "--signed=skip", s(&two.0)]);
+    assert_eq!(out1.status.code(), Some(1), "garbage.ko is an error: {}", stderr(&out1));
+    let summary = stderr(&out1).lines().last().unwrap().to_string();
+    assert_eq!(
+        summary,
+        "zero-weak-mcount: 15 modules: 12 changed, 0 unchanged, 2 skipped (1 signed, 1 compressed), 1 errors"
+    );
+    assert_eq!(stderr(&out1).replace(s(&one.0), "T"), stderr(&out2).replace(s(&two.0), "T"));
+    for f in ["kernel/drivers/m00.ko", "kernel/drivers/m11.ko", "kernel/packed.ko.xz", "kernel/signed.ko"] {
+        assert_eq!(fs::read(one.0.join(f)).unwrap(), fs::read(two.0.join(f)).unwrap(), "{f}");
+    }
+    assert_ne!(fs::read(one.0.join("kernel/drivers/m00.ko")).unwrap(), original);
+    assert!(fs::symlink_metadata(one.0.join("kernel/link.ko")).unwrap().file_type().is_symlink());
+    let m = fs::metadata(one.0.join("kernel/drivers/m03.ko")).unwrap();
+    assert_eq!(m.mode() & 0o777, 0o600);
+    assert_eq!(m.mtime(), 1_000_000_000, "tree mode keeps mtimes");
+    assert_eq!(tool(&["--check", s(&one.0)]).status.code(), Some(1), "garbage.ko still fails");
+}
+
+#[test]
+fn tree_mode_atomic_gives_the_same_bytes() {
+    let original = fs::read(MODULE).unwrap();
+    let dir = Scratch::new("atomic");
+    fs::create_dir_all(dir.0.join("k")).unwrap();
+    let a = dir.copy("k/a.ko", &original);
+    let b = dir.copy("plain.ko", &original);
+    let out = tool(&["--atomic", "--tree", s(&dir.0.join("k"))]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(tool(&[s(&b)]).status.success());
+    assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
+    let leftovers: Vec<_> = fs::read_dir(dir.0.join("k")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
 }
 
 #[test]
@@ -181,4 +275,5 @@ fn usage_errors_exit_2() {
     assert_eq!(tool(&[]).status.code(), Some(2));
     assert_eq!(tool(&["--signed=maybe", MODULE]).status.code(), Some(2));
     assert_eq!(tool(&["--kconfig", "/nonexistent/config", MODULE]).status.code(), Some(2));
+    assert_eq!(tool(&["--tree", MODULE]).status.code(), Some(2));
 }

@@ -1,0 +1,120 @@
+//! Module trees, for packagers: find every module under a directory, and
+//! process many files on a few threads with a result that does not depend
+//! on how many.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+const SUFFIXES: [&str; 4] = [".ko", ".ko.xz", ".ko.zst", ".ko.gz"];
+
+pub fn is_module_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| SUFFIXES.iter().any(|s| n.ends_with(s)))
+}
+
+/// The modules under `root`, sorted by path, each inode once, following
+/// no symlinks: a link into another tree must not make us edit that tree.
+pub fn modules(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries = fs::read_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+        for entry in entries {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            let path = entry.path();
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_file() && is_module_name(&path) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    let mut seen = HashSet::new();
+    let mut unique = Vec::with_capacity(found.len());
+    for path in found {
+        let m = fs::symlink_metadata(&path)?;
+        if seen.insert((m.dev(), m.ino())) {
+            unique.push(path);
+        }
+    }
+    Ok(unique)
+}
+
+/// Default worker count: rpm's `RPM_BUILD_NCPUS` when set, else the CPUs
+/// this process may use.
+pub fn default_jobs() -> usize {
+    std::env::var("RPM_BUILD_NCPUS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Apply `work` to every item on `jobs` threads; results come back in item
+/// order. `done` is told how many items have finished, for progress.
+pub fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    work: impl Fn(&T) -> R + Sync,
+    done: impl Fn(usize) + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let r = work(item);
+                    results.lock().unwrap()[i] = Some(r);
+                    done(finished.fetch_add(1, Ordering::Relaxed) + 1);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap().into_iter().map(|r| r.expect("every item is processed")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_keep_item_order_whatever_the_thread_count() {
+        let items: Vec<u64> = (0..1000).collect();
+        let one = parallel(&items, 1, |&x| x * x, |_| {});
+        let many = parallel(&items, 7, |&x| x * x, |_| {});
+        assert_eq!(one, many);
+        assert_eq!(many[999], 999 * 999);
+    }
+
+    #[test]
+    fn walks_sorted_without_symlinks_or_duplicates() {
+        let root = std::env::temp_dir().join(format!("zwm-walk-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("b/c")).unwrap();
+        fs::create_dir_all(root.join("outside")).unwrap();
+        for f in ["b/c/z.ko", "a.ko", "b/m.ko.xz", "b/readme.txt", "outside/o.ko"] {
+            fs::write(root.join(f), b"x").unwrap();
+        }
+        fs::hard_link(root.join("a.ko"), root.join("b/hard.ko")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), root.join("b/link")).unwrap();
+        std::os::unix::fs::symlink(root.join("a.ko"), root.join("b/sym.ko")).unwrap();
+        let found = modules(&root.join("b")).unwrap();
+        let names: Vec<_> = found.iter().map(|p| p.strip_prefix(&root).unwrap().to_str().unwrap().to_string()).collect();
+        assert_eq!(names, ["b/c/z.ko", "b/hard.ko", "b/m.ko.xz"]);
+        let all = modules(&root).unwrap();
+        assert!(all.contains(&root.join("a.ko")) && !all.contains(&root.join("b/hard.ko")), "{all:?}");
+        fs::remove_dir_all(&root).unwrap();
+    }
+}
