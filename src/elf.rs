@@ -44,7 +44,8 @@ impl Section {
         if self.sh_type == elf::SHT_NOBITS || self.size == 0 {
             None
         } else {
-            Some((self.offset, self.offset + self.size))
+            // Saturating: parse_info calls this before it has checked the range.
+            Some((self.offset, self.offset.saturating_add(self.size)))
         }
     }
 }
@@ -147,15 +148,14 @@ pub struct Callsite {
 pub struct Extracted<'a> {
     pub callsite: Callsite,
     pub symbols: Vec<LookupSymbol<'a>>,
-    /// Local function and file symbols: both vanish under
-    /// `strip --strip-unneeded`, and with them the names of static functions.
+    /// Local function symbols: they vanish under `strip --strip-unneeded`,
+    /// and with them the names of static functions.
     pub local_functions: usize,
-    pub file_symbols: usize,
 }
 
 impl Extracted<'_> {
     pub fn stripped_locals(&self) -> bool {
-        self.local_functions == 0 && self.file_symbols == 0
+        self.local_functions == 0
     }
 }
 
@@ -401,10 +401,12 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
 
     check_writable_ranges(info, data.len() as u64, &[callsite, reloc_section])?;
 
-    let (symbols, local_functions, file_symbols) = lookup_symbols::<Elf>(&symtab, endian, info)?;
+    let (symbols, local_functions) = lookup_symbols::<Elf>(&symtab, endian, info)?;
 
-    let cs_data = &data[cs.offset as usize..(cs.offset + cs.size) as usize];
-    let rel_data = &data[rs.offset as usize..(rs.offset + rs.size) as usize];
+    // An empty section's offset is not checked by parse_info: slice via file_range.
+    let bytes_of = |s: &Section| s.file_range().map_or(&data[..0], |(a, b)| &data[a as usize..b as usize]);
+    let cs_data = bytes_of(cs);
+    let rel_data = bytes_of(rs);
     let count = (rs.size / entsize) as usize;
     let mut raw = Vec::with_capacity(count);
     for i in 0..count {
@@ -483,7 +485,6 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
         callsite: Callsite { section: callsite, reloc_section, reloc_entsize: entsize, entries },
         symbols,
         local_functions,
-        file_symbols,
     }))
 }
 
@@ -536,15 +537,13 @@ fn lookup_symbols<'a, Elf: FileHeader<Endian = Endianness>>(
     symtab: &SymbolTable<'a, Elf>,
     endian: Endianness,
     info: &ElfInfo,
-) -> Result<(Vec<LookupSymbol<'a>>, usize, usize), Error> {
+) -> Result<(Vec<LookupSymbol<'a>>, usize), Error> {
     let strings = symtab.strings();
     let mut out = Vec::with_capacity(symtab.len());
-    let (mut local_functions, mut file_symbols) = (0, 0);
+    let mut local_functions = 0;
     for (index, sym) in symtab.enumerate().skip(1) {
-        match (sym.st_type(), sym.st_bind()) {
-            (elf::STT_FUNC, elf::STB_LOCAL) => local_functions += 1,
-            (elf::STT_FILE, _) => file_symbols += 1,
-            _ => {}
+        if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
+            local_functions += 1;
         }
         let shndx = sym.st_shndx(endian);
         if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
@@ -569,7 +568,7 @@ fn lookup_symbols<'a, Elf: FileHeader<Endian = Endianness>>(
             });
         }
     }
-    Ok((out, local_functions, file_symbols))
+    Ok((out, local_functions))
 }
 
 /// The sections we write must not share bytes with anything else: a write

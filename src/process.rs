@@ -179,13 +179,7 @@ fn decide_module(
         }
     };
     let entries = &extracted.callsite.entries;
-    if extracted.stripped_locals() && !entries.is_empty() {
-        warnings.push(
-            "the symbol table has no local symbols (stripped with --strip-unneeded?): the kernel cannot \
-             name or trace this module's static functions, and their entries are zeroed as it would reject them"
-                .into(),
-        );
-    }
+    let stripped = extracted.stripped_locals();
     let symbols = SymbolIndex::new(extracted.symbols);
     let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
 
@@ -203,6 +197,15 @@ fn decide_module(
         if verbose && verdict != Verdict::Valid {
             details.push(describe(info, rule, entry, &verdict));
         }
+    }
+    // Static functions without symbols look exactly like weak bodies to the
+    // kernel. Only say so when it costs something: entries are zeroed.
+    if stripped && !zero.is_empty() {
+        warnings.push(
+            "the symbol table has no local function symbols (stripped with --strip-unneeded?): the kernel \
+             cannot name or trace this module's static functions, and their entries are zeroed as it rejects them"
+                .into(),
+        );
     }
     let plan = Plan::new(image, info, &extracted.callsite, &zero)?;
     let what = format!(
