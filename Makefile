@@ -1,0 +1,25 @@
+# The commands a developer and CI need. `make check` is what .ci/run runs.
+.PHONY: all demo test integration e2e check bench fuzz
+
+all:
+	cargo build --release
+
+demo: all
+	target/release/zero-weak-mcount -v -o target/zwm_test.ko testdata/zwm_test.ko
+
+test:
+	cargo test
+
+integration: all
+	scripts/integration-test.sh
+
+e2e: all
+	scripts/e2e.sh
+
+check: test integration e2e
+
+bench: all
+	scripts/bench.sh
+
+fuzz:
+	scripts/fuzz.sh 60
