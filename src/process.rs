@@ -228,7 +228,8 @@ fn decide_module(
     Ok(Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary })
 }
 
-fn input_for(image: &[u8], info: &ElfInfo, rule: &Rule, entry: &Entry) -> Input {
+/// The decision input for one entry: its candidate record ips.
+pub fn input_for(image: &[u8], info: &ElfInfo, rule: &Rule, entry: &Entry) -> Input {
     match &entry.target {
         Target::Odd(why) => Input::Odd(why.clone()),
         &Target::At { section, offset } => {

@@ -1,0 +1,43 @@
+//! A deliberately broken tool, for the end-to-end test's negative control:
+//! it zeroes what zero-weak-mcount zeroes plus the first VALID entry. A
+//! test that cannot tell this from the real tool proves nothing.
+//!
+//!     cargo run --release --example zero-extra -- IN OUT
+
+use zero_weak_mcount::arch::{self, Overrides, Scope};
+use zero_weak_mcount::decide::{decide, Layout, SymbolIndex, Verdict};
+use zero_weak_mcount::elf;
+use zero_weak_mcount::plan::Plan;
+use zero_weak_mcount::process::input_for;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, input, output] = &args[..] else {
+        eprintln!("usage: zero-extra IN OUT");
+        std::process::exit(2);
+    };
+    let data = std::fs::read(input).unwrap();
+    let info = elf::parse_info(&data).unwrap();
+    let Scope::Act(rule) = arch::rule_for(&info, None, &Overrides::default()).unwrap() else {
+        panic!("the kernel does not check this module");
+    };
+    let callsite = info.alloc_section(rule.section).expect("no callsite table");
+    let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().unwrap();
+    let symbols = SymbolIndex::new(x.symbols.clone());
+    let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
+    let mut zero = Vec::new();
+    let mut extra = None;
+    for (i, e) in x.callsite.entries.iter().enumerate() {
+        match decide(&input_for(&data, &info, &rule, e), &symbols, &layout, rule.max_offset) {
+            Verdict::Zero { .. } => zero.push(i),
+            Verdict::Valid if extra.is_none() => extra = Some(i),
+            _ => {}
+        }
+    }
+    let extra = extra.expect("no valid entry to break");
+    zero.push(extra);
+    zero.sort();
+    let plan = Plan::new(&data, &info, &x.callsite, &zero).unwrap();
+    std::fs::write(output, plan.apply_to(&data)).unwrap();
+    eprintln!("zero-extra: zeroed {} entries, including valid entry {extra}", zero.len());
+}
