@@ -296,7 +296,7 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
         return Ok(FileReport { path: path.to_path_buf(), analysis });
     }
     if let Some(out) = output {
-        write_new(out, &analysis.plan.apply_to(&map), &file, false)?;
+        write_output(out, &analysis.plan.apply_to(&map))?;
     } else if opts.atomic {
         let tmp = sibling_temp(path);
         let result = write_new(&tmp, &analysis.plan.apply_to(&map), &file, opts.keep_mtime)
@@ -350,13 +350,15 @@ fn compressed(
         return report(analysis);
     }
     let packed = compress::compress_checked(format, &analysis.plan.apply_to(&payload))?;
-    let target = output.map_or_else(|| sibling_temp(path), Path::to_path_buf);
-    let result = write_new(&target, &packed, file, opts.keep_mtime).and_then(|()| match output {
-        Some(_) => Ok(()),
-        None => fs::rename(&target, path).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }),
-    });
-    if result.is_err() && output.is_none() {
-        let _ = fs::remove_file(&target);
+    if let Some(out) = output {
+        write_output(out, &packed)?;
+        return report(analysis);
+    }
+    let tmp = sibling_temp(path);
+    let result = write_new(&tmp, &packed, file, opts.keep_mtime)
+        .and_then(|()| fs::rename(&tmp, path).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
     result?;
     report(analysis)
@@ -384,6 +386,22 @@ fn lock_current(path: &Path, shared: bool) -> Result<File, Error> {
 fn sibling_temp(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.zwm-{}.tmp", std::process::id()))
+}
+
+/// Write `-o` output like `cp` would: a new file gets default permissions,
+/// and a device or pipe (`-o /dev/stdout`) is written to, never chmod-ed.
+fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| Error::IoAt { what: "cannot create output", source: e })?;
+    out.write_all(bytes).map_err(|e| Error::IoAt { what: "write failed", source: e })?;
+    if out.metadata()?.is_file() {
+        out.sync_all().map_err(|e| Error::IoAt { what: "fsync failed", source: e })?;
+    }
+    Ok(())
 }
 
 /// Write `bytes` to a new file at `path` with the mode, owner and (if asked)

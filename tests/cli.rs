@@ -109,6 +109,10 @@ fn output_leaves_the_input_alone() {
     let inplace = dir.copy("inplace.ko", &original);
     assert!(tool(&[s(&inplace)]).status.success());
     assert_eq!(fs::read(&out_path).unwrap(), fs::read(&inplace).unwrap());
+    // A pipe or device is written to, not chmod-ed or fsynced.
+    let piped = tool(&["-o", "/dev/stdout", s(&ko)]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert_eq!(piped.stdout, fs::read(&inplace).unwrap());
     // -o takes one input.
     assert_eq!(tool(&["-o", s(&out_path), s(&ko), s(&inplace)]).status.code(), Some(2));
 }
