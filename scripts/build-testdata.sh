@@ -127,7 +127,7 @@ if ! make -C "$kdir" M="$scratch" -j"$(nproc)" \
 fi
 ko="$scratch/zwm_test.ko"
 [ -f "$ko" ] || { cat "$scratch/build.log" >&2; die "build produced no zwm_test.ko"; }
-readelf -S "$ko" 2>/dev/null | grep -q ' __mcount_loc ' ||
+readelf -S "$ko" 2>/dev/null | grep ' __mcount_loc ' >/dev/null ||
 	die "built zwm_test.ko has no __mcount_loc section (headers without CONFIG_FTRACE_MCOUNT_RECORD?)"
 
 # --- install the result ------------------------------------------------------
