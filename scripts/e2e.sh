@@ -1,0 +1,365 @@
+#!/usr/bin/env bash
+# e2e.sh — prove zero-weak-mcount in real kernels (see docs/e2e.md).
+#
+# Usage: scripts/e2e.sh [--cases LIST] [--negative] [--no-negative]
+#                       [--work DIR]
+#
+# Cases (default: all, in this order):
+#   bookworm-amd64   Debian bookworm 6.1 x86_64 kernel + testdata/zwm_test
+#                    rebuilt for it; tool run with the kernel's --kconfig and
+#                    with the default (no config)
+#   sid-amd64        Debian sid x86_64 kernel: irqbypass.ko + kvm.ko
+#   sid-ppc64el      Debian sid ppc64le kernel: kvm.ko (pseries, power9)
+#   negative         sid-amd64 kvm.ko processed by the zero-extra example
+#                    (one extra *valid* entry zeroed): the comparison must
+#                    FAIL, or the whole run fails
+# --negative runs only the negative control; --no-negative skips it.
+#
+# Each module is booted as shipped (signature stripped) and as processed; the
+# run fails unless, for every module: the processed module loads; it shows no
+# __ftrace_invalid_address___N line; all other available_filter_functions
+# lines are identical (as a multiset); the invalid lines removed match one for
+# one the distances the tool says it zeroed; the ftrace smoke test passes; and
+# dmesg has no "ftrace bug", "WARNING:", "BUG:" or "Oops".
+#
+# Environment: ZWM (tool binary; default target/release/zero-weak-mcount,
+# refreshed with `cargo build --release`), ZWM_ZERO_EXTRA (negative-control
+# binary; default the zero-extra example, built with cargo), ZWM_CACHE
+# (download cache, see scripts/fetch-debian-kernel.sh), ZWM_E2E_WORK (work
+# folder).
+# Exit status: 0 all cases passed and the negative control was detected,
+# 1 otherwise.
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+E2E=$REPO/scripts/e2e
+PY=(python3 "$E2E/zwm_e2e.py")
+FETCH=$REPO/scripts/fetch-debian-kernel.sh
+
+log() { printf 'e2e: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el negative"
+cases=$ALL_CASES
+work=${ZWM_E2E_WORK:-}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --cases) cases=${2//,/ }; shift 2;;
+        --cases=*) cases=${1#--cases=}; cases=${cases//,/ }; shift;;
+        --negative) cases=negative; shift;;
+        --no-negative) cases=${cases/negative/}; shift;;
+        --work) work=$2; shift 2;;
+        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
+        *) die "unknown argument $1 (see --help)";;
+    esac
+done
+for c in $cases; do
+    case " $ALL_CASES " in *" $c "*) ;; *) die "unknown case $c";; esac
+done
+
+# --- host tools ---------------------------------------------------------------
+need_pkgs=()
+command -v qemu-system-x86_64 >/dev/null || need_pkgs+=(qemu-system-x86)
+case "$cases" in *ppc64el*)
+    command -v qemu-system-ppc64 >/dev/null || need_pkgs+=(qemu-system-ppc);; esac
+[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx insmod ||
+    need_pkgs+=(busybox-static)
+command -v cpio >/dev/null || need_pkgs+=(cpio)
+command -v xz >/dev/null || need_pkgs+=(xz-utils)
+command -v python3 >/dev/null || need_pkgs+=(python3)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+    log "installing host packages: ${need_pkgs[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -o DPkg::Lock::Timeout=600 update -q >&2 || log "warning: apt-get update failed"
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+        "${need_pkgs[@]}" >&2 || die "apt-get install ${need_pkgs[*]} failed"
+fi
+HOST_BUSYBOX=/bin/busybox
+
+# --- the tool -------------------------------------------------------------------
+# $ZWM if given; else target/release/zero-weak-mcount, brought up to date with
+# `cargo build --release` (a no-op when it is) so that the sources are tested.
+if [ -n "${ZWM:-}" ]; then
+    case "$ZWM" in /*) ;; *) ZWM=$PWD/$ZWM;; esac
+    [ -x "$ZWM" ] || die "ZWM=$ZWM is not an executable"
+else
+    ZWM=$REPO/target/release/zero-weak-mcount
+    if command -v cargo >/dev/null; then
+        log "cargo build --release"
+        (cd "$REPO" && cargo build --release -q >&2) || die "cargo build --release failed"
+    fi
+    [ -x "$ZWM" ] || die "no tool at $ZWM (cargo build --release did not make it)"
+fi
+
+if [ -z "$work" ]; then
+    work=$(mktemp -d /tmp/zwm-e2e.XXXXXX)
+else
+    mkdir -p "$work"; work=$(cd "$work" && pwd)
+fi
+log "work folder: $work"
+SUMMARY=$work/summary.tsv
+printf 'case\tvariant\tkernel\tmodule\tmax_offset\tlines_before\tlines_after\tinvalid_before\tinvalid_after\tzeroed\tresult\tboot_s\n' > "$SUMMARY"
+declare -a FAILURES=()
+declare -A CASE_TIME=()
+NEG_STATUS="not run"
+
+# --- how to process a module --------------------------------------------------
+# process VARIANT IN OUT LOG — write the processed IN to OUT, the -v stderr to
+# LOG.  IN is the decompressed module as shipped (still signed).
+# Variants: tool-default, tool-kconfig (uses $KCONFIG), zero-extra.
+ZERO_EXTRA=${ZWM_ZERO_EXTRA:-$REPO/target/release/examples/zero-extra}
+process() {
+    local variant=$1 in=$2 out=$3 logf=$4
+    case "$variant" in
+        tool-default)
+            "$ZWM" -v --signed=strip -o "$out" "$in" 2>"$logf";;
+        tool-kconfig)
+            "$ZWM" -v --signed=strip --kconfig "$KCONFIG" -o "$out" "$in" 2>"$logf";;
+        zero-extra)
+            # The example takes a plain ELF: give it the stripped original.
+            # It lists no entries, so LOG gets the real tool's -v report for
+            # the same input (what the tool claims to zero) followed by the
+            # example's own line; the one extra zeroed entry is then the
+            # only difference the comparison can find.
+            "${PY[@]}" prep "$in" "$out.in" 2>/dev/null &&
+            "$ZWM" -v -o "$out.tool" "$out.in" 2>"$logf" &&
+            "$ZERO_EXTRA" "$out.in" "$out" 2>>"$logf";;
+        *) log "unknown variant $variant"; return 2;;
+    esac
+}
+
+# Boot a module set.  boot_set ARCH KERNEL BUSYBOX OUTDIR MODULES...
+boot_set() {
+    local arch=$1 kernel=$2 bb=$3 out=$4; shift 4
+    "$E2E/boot.sh" --arch "$arch" --kernel "$kernel" --busybox "$bb" --out "$out" "$@"
+}
+
+# find_in_root ROOT KVER REL... — first existing ROOT/{,usr/}REL (REL may hold
+# KVER already); globs allowed
+find_in_root() {
+    local root=$1; shift 2
+    local rel f
+    for rel in "$@"; do
+        for f in "$root"/$rel "$root"/usr/$rel; do
+            [ -f "$f" ] && { printf '%s\n' "$f"; return 0; }
+        done
+    done
+    return 1
+}
+
+# run_variants CASE ARCH KERNEL BUSYBOX KVER VARIANTS -- MODULE...
+# Boots the originals once, then each variant, and compares.
+# For the 'zero-extra' variant the comparison is expected to fail.
+run_variants() {
+    local case=$1 arch=$2 kernel=$3 bb=$4 kver=$5 variants=$6; shift 7
+    local mods=("$@") cdir=$work/$case m name v
+    mkdir -p "$cdir/shipped" "$cdir/orig"
+    local origs=() names=()
+    for m in "${mods[@]}"; do
+        name=$("${PY[@]}" modname "$m") || { FAILURES+=("$case: cannot read $m"); return 1; }
+        names+=("$name")
+        "${PY[@]}" decompress "$m" "$cdir/shipped/$name.ko" || return 1
+        "${PY[@]}" prep "$m" "$cdir/orig/$name.ko" 2>>"$cdir/prep.log" || return 1
+        origs+=("$cdir/orig/$name.ko")
+    done
+    local orc=0
+    if [ -n "${REUSE_ORIG:-}" ] && [ -f "$REUSE_ORIG/report.json" ] &&
+       cmp -s "$REUSE_ORIG/initrd/modules/order" <(printf '%s\n' "${names[@]}") &&
+       [ "$(cat "$REUSE_ORIG/kernel-path" 2>/dev/null)" = "$kernel" ]; then
+        log "$case: reusing the original boot in $REUSE_ORIG"
+        rm -rf "$cdir/boot-orig"; cp -r "$REUSE_ORIG" "$cdir/boot-orig"
+        orc=$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["exit"])' "$cdir/boot-orig/report.json")
+    else
+        log "$case: booting the original modules (${names[*]})"
+        boot_set "$arch" "$kernel" "$bb" "$cdir/boot-orig" "${origs[@]}"
+        orc=$?
+        echo "$kernel" > "$cdir/boot-orig/kernel-path"
+    fi
+    if [ $orc != 0 ]; then
+        FAILURES+=("$case: the ORIGINAL modules do not boot cleanly (boot.sh exit $orc, see $cdir/boot-orig/console.log)")
+        return 1
+    fi
+    for v in $variants; do
+        local vdir=$cdir/$v procs=() ok=1
+        mkdir -p "$vdir"
+        for name in "${names[@]}"; do
+            if ! process "$v" "$cdir/shipped/$name.ko" "$vdir/$name.ko" "$vdir/$name.log"; then
+                FAILURES+=("$case/$v: processing $name failed: $(tail -n 3 "$vdir/$name.log" 2>/dev/null | tr '\n' ' ')")
+                ok=0; continue
+            fi
+            "${PY[@]}" zeroed "$vdir/$name.log" > "$vdir/$name.zeroed"
+            if [ "$("${PY[@]}" sigstate "$vdir/$name.ko")" != unsigned ]; then
+                FAILURES+=("$case/$v: $name output still carries a signature")
+                ok=0
+            fi
+            if [ "$v" != zero-extra ]; then
+                # Idempotence: a second run finds nothing to zero.
+                "$ZWM" -v -o "$vdir/$name.again.ko" "$vdir/$name.ko" 2>"$vdir/$name.again.log"
+                local arc=$? again
+                again=$("${PY[@]}" zeroed "$vdir/$name.again.log" | wc -l)
+                if [ $arc != 0 ] || [ "$again" != 0 ]; then
+                    FAILURES+=("$case/$v: second run on the processed $name: rc $arc, zeroed $again more (see $vdir/$name.again.log)")
+                fi
+            fi
+            procs+=("$vdir/$name.ko")
+        done
+        [ $ok = 1 ] || continue
+        log "$case/$v: booting the processed modules"
+        boot_set "$arch" "$kernel" "$bb" "$vdir/boot" "${procs[@]}"
+        local brc=$? secs
+        secs=$(cat "$vdir/boot/boot-seconds" 2>/dev/null || echo '?')
+        local neg_hit=0
+        for name in "${names[@]}"; do
+            local res crc
+            res=$("${PY[@]}" compare "$cdir/boot-orig/report.json" "$vdir/boot/report.json" \
+                  "$name" "$vdir/$name.zeroed" 2>&1)
+            crc=$?
+            echo "$res" > "$vdir/$name.compare.json"
+            local row verdict
+            row=$(python3 -c '
+import json,sys
+f=json.loads(sys.argv[1])
+print("\t".join(str(f.get(k,"?")) for k in ("lines_before","lines_after","invalid_before","invalid_after","zeroed")))
+' "$res" 2>/dev/null || printf '?\t?\t?\t?\t?')
+            if [ "$v" = zero-extra ]; then
+                if [ $crc != 0 ] && grep -q 'valid lines differ: 1 missing after processing' <<<"$res"; then
+                    verdict="FAIL-as-expected"; neg_hit=1
+                else
+                    verdict="NOT-DETECTED"
+                fi
+            else
+                if [ $crc = 0 ] && [ $brc = 0 ]; then verdict=PASS; else verdict=FAIL; fi
+            fi
+            local maxoff
+            maxoff=$(sed -n 's/.*max offset \([0-9]\{1,\}\).*/\1/p' "$vdir/$name.log" | tail -n 1)
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$v" "$kver" "$name" "${maxoff:--}" "$row" "$verdict" "$secs" >> "$SUMMARY"
+            if [ "$verdict" = FAIL ]; then
+                local probs
+                probs=$(python3 -c 'import json,sys; print("; ".join(json.loads(sys.argv[1])["problems"]))' "$res" 2>/dev/null || echo "$res")
+                [ $brc != 0 ] && probs="boot.sh exit $brc ($(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["why"])' "$vdir/boot/report.json" 2>/dev/null)); $probs"
+                FAILURES+=("$case/$v/$name: $probs")
+            fi
+            if [ "$v" = zero-extra ]; then
+                log "negative control $name: $(python3 -c 'import json,sys; print("; ".join(json.loads(sys.argv[1])["problems"]) or "comparison PASSED")' "$res" 2>/dev/null)"
+            fi
+        done
+        if [ "$v" = zero-extra ]; then
+            if [ $neg_hit = 1 ]; then NEG_STATUS="detected"
+            else NEG_STATUS="NOT detected"
+                FAILURES+=("negative control: the extra zeroed valid entry was NOT detected by the comparison")
+            fi
+        fi
+    done
+}
+
+# --- cases ----------------------------------------------------------------------
+case_bookworm_amd64() {
+    local root kver kernel cfg
+    root=$("$FETCH" bookworm amd64) || { FAILURES+=("bookworm-amd64: fetch failed"); return; }
+    kver=$(cat "$root/../kver")
+    kernel=$(find_in_root "$root" "$kver" "boot/vmlinuz-$kver" "lib/modules/$kver/vmlinuz") ||
+        { FAILURES+=("bookworm-amd64: no kernel image in $root"); return; }
+    cfg=$(find_in_root "$root" "$kver" "boot/config-$kver" "lib/modules/$kver/config") ||
+        { FAILURES+=("bookworm-amd64: no kernel config in $root"); return; }
+    local bdir=$work/bookworm-amd64/build
+    mkdir -p "$bdir"
+    log "bookworm-amd64: building testdata/zwm_test for $kver"
+    # Up to 3 tries: a build-testdata.sh failure has been seen to be transient.
+    local try
+    for try in 1 2 3; do
+        "$REPO/scripts/build-testdata.sh" --kver "$kver" --out "$bdir" >&2 && break
+        log "bookworm-amd64: build-testdata.sh failed (try $try)"
+        [ $try = 3 ] && { FAILURES+=("bookworm-amd64: scripts/build-testdata.sh --kver $kver failed"); return; }
+    done
+    KCONFIG=$cfg run_variants bookworm-amd64 x86_64 "$kernel" "$HOST_BUSYBOX" "$kver" \
+        "tool-kconfig tool-default" -- "$bdir/zwm_test.ko"
+}
+
+SID_AMD64_ROOT=
+sid_amd64_mods() {
+    local root=$1 kver=$2
+    find_in_root "$root" "$kver" "lib/modules/$kver/kernel/virt/lib/irqbypass.ko*" &&
+    find_in_root "$root" "$kver" "lib/modules/$kver/kernel/arch/x86/kvm/kvm.ko*"
+}
+case_sid_amd64() {   # $1: variants
+    local root kver kernel mods
+    root=$("$FETCH" sid amd64) || { FAILURES+=("sid-amd64: fetch failed"); return; }
+    kver=$(cat "$root/../kver")
+    kernel=$(find_in_root "$root" "$kver" "boot/vmlinuz-$kver" "lib/modules/$kver/vmlinuz") ||
+        { FAILURES+=("sid-amd64: no kernel image in $root"); return; }
+    mapfile -t mods < <(sid_amd64_mods "$root" "$kver")
+    [ ${#mods[@]} = 2 ] || { FAILURES+=("sid-amd64: irqbypass.ko/kvm.ko not found under $root"); return; }
+    run_variants "$2" x86_64 "$kernel" "$HOST_BUSYBOX" "$kver" "$1" -- "${mods[@]}"
+}
+
+case_sid_ppc64el() {
+    local root kver kernel bb mod
+    root=$("$FETCH" sid ppc64el busybox-static) || { FAILURES+=("sid-ppc64el: fetch failed"); return; }
+    kver=$(cat "$root/../kver")
+    kernel=$(find_in_root "$root" "$kver" "boot/vmlinux-$kver" "boot/vmlinuz-$kver" "lib/modules/$kver/vmlinuz" "lib/modules/$kver/vmlinux") ||
+        { FAILURES+=("sid-ppc64el: no kernel image in $root"); return; }
+    bb=$(find_in_root "$root" "$kver" bin/busybox) ||
+        { FAILURES+=("sid-ppc64el: no busybox in $root"); return; }
+    mod=$(find_in_root "$root" "$kver" "lib/modules/$kver/kernel/arch/powerpc/kvm/kvm.ko*") ||
+        { FAILURES+=("sid-ppc64el: kvm.ko not found under $root"); return; }
+    run_variants sid-ppc64el ppc64le "$kernel" "$bb" "$kver" tool-default -- "$mod"
+}
+
+case_negative() {
+    if [ -z "${ZWM_ZERO_EXTRA:-}" ]; then
+        log "negative: cargo build --release --example zero-extra"
+        (cd "$REPO" && cargo build --release -q --example zero-extra >&2) || {
+            NEG_STATUS="NOT run (no zero-extra example)"
+            FAILURES+=("negative control: 'cargo build --release --example zero-extra' failed; the e2e cannot show it has teeth")
+            return; }
+    fi
+    REUSE_ORIG=$work/sid-amd64/boot-orig case_sid_amd64 zero-extra negative
+}
+
+t_all=$(date +%s)
+for c in $cases; do
+    t0=$(date +%s)
+    log "=== case $c"
+    case "$c" in
+        bookworm-amd64) case_bookworm_amd64;;
+        sid-amd64) case_sid_amd64 tool-default sid-amd64;;
+        sid-ppc64el) case_sid_ppc64el;;
+        negative) case_negative;;
+    esac
+    CASE_TIME[$c]=$(( $(date +%s) - t0 ))
+done
+total=$(( $(date +%s) - t_all ))
+
+# --- summary ----------------------------------------------------------------------
+{
+    echo
+    echo "zero-weak-mcount e2e summary (work folder $work)"
+    python3 - "$SUMMARY" "$(for c in $cases; do printf '%s=%s ' "$c" "${CASE_TIME[$c]:-?}"; done)" <<'PYEOF'
+import sys, csv
+rows = list(csv.reader(open(sys.argv[1]), delimiter="\t"))
+times = dict(kv.split("=") for kv in sys.argv[2].split())
+hdr = ["case", "variant", "kernel", "module", "max off", "lines before", "lines after",
+       "invalid before", "invalid after", "zeroed", "result", "boot s", "case wall s"]
+body = [r + [times.get(r[0], "?")] for r in rows[1:]]
+w = [max(len(str(x)) for x in col) for col in zip(hdr, *body)] if body else [len(h) for h in hdr]
+fmt = "  ".join("{:<%d}" % n for n in w)
+print(fmt.format(*hdr))
+for r in body:
+    print(fmt.format(*r))
+PYEOF
+    echo "negative control: $NEG_STATUS"
+    echo "total wall time: ${total}s"
+} | tee "$work/summary.txt"
+
+if [ ${#FAILURES[@]} -gt 0 ]; then
+    echo "FAILED:" >&2
+    printf '  - %s\n' "${FAILURES[@]}" >&2
+    echo "e2e: FAIL (${#FAILURES[@]} problem(s)); logs in $work" >&2
+    exit 1
+fi
+case " $cases " in
+    *" negative "*) ;;
+    *) log "note: negative control not run (--no-negative / --cases)";;
+esac
+echo "e2e: PASS; logs in $work" >&2
+exit 0
