@@ -264,13 +264,8 @@ case_bookworm_amd64() {
     local bdir=$work/bookworm-amd64/build
     mkdir -p "$bdir"
     log "bookworm-amd64: building testdata/zwm_test for $kver"
-    # Up to 3 tries: a build-testdata.sh failure has been seen to be transient.
-    local try
-    for try in 1 2 3; do
-        "$REPO/scripts/build-testdata.sh" --kver "$kver" --out "$bdir" >&2 && break
-        log "bookworm-amd64: build-testdata.sh failed (try $try)"
-        [ $try = 3 ] && { FAILURES+=("bookworm-amd64: scripts/build-testdata.sh --kver $kver failed"); return; }
-    done
+    "$REPO/scripts/build-testdata.sh" --kver "$kver" --out "$bdir" >&2 ||
+        { FAILURES+=("bookworm-amd64: scripts/build-testdata.sh --kver $kver failed"); return; }
     KCONFIG=$cfg run_variants bookworm-amd64 x86_64 "$kernel" "$HOST_BUSYBOX" "$kver" \
         "tool-kconfig tool-default" -- "$bdir/zwm_test.ko"
 }

@@ -596,7 +596,9 @@ fn check_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) -> Re
         clash("the ELF header", 0, ehsize)?;
         clash("the section header table", shtab.0, shtab.1)?;
         for (i, other) in info.sections.iter().enumerate() {
-            if i == w {
+            // Section 0 has no data: with extended numbering (e_shnum == 0)
+            // its sh_size is the section count, not a size.
+            if i == w || i == 0 {
                 continue;
             }
             if let Some((b0, b1)) = other.file_range() {

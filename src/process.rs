@@ -298,9 +298,10 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
     if let Some(out) = output {
         write_output(out, &analysis.plan.apply_to(&map))?;
     } else if opts.atomic {
-        let tmp = sibling_temp(path);
+        let dest = replace_target(path)?;
+        let tmp = sibling_temp(&dest);
         let result = write_new(&tmp, &analysis.plan.apply_to(&map), &file, opts.keep_mtime)
-            .and_then(|()| fs::rename(&tmp, path).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
+            .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
@@ -354,9 +355,10 @@ fn compressed(
         write_output(out, &packed)?;
         return report(analysis);
     }
-    let tmp = sibling_temp(path);
+    let dest = replace_target(path)?;
+    let tmp = sibling_temp(&dest);
     let result = write_new(&tmp, &packed, file, opts.keep_mtime)
-        .and_then(|()| fs::rename(&tmp, path).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
+        .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -381,6 +383,18 @@ fn lock_current(path: &Path, shared: bool) -> Result<File, Error> {
             return Ok(file);
         }
     }
+}
+
+/// The file a rename into place must replace: through a symlink, the file
+/// it points to, not the link. And only a file we may write, as in place:
+/// a writable directory must not let us replace a read-only file.
+fn replace_target(path: &Path) -> Result<PathBuf, Error> {
+    let dest = fs::canonicalize(path)?;
+    OpenOptions::new()
+        .write(true)
+        .open(&dest)
+        .map_err(|e| Error::IoAt { what: "cannot open for writing (file left unchanged)", source: e })?;
+    Ok(dest)
 }
 
 fn sibling_temp(path: &Path) -> PathBuf {
