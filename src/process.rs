@@ -114,6 +114,15 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     let mut truncate = None;
     if let Some(len) = signature::elf_len(data)? {
         match opts.signed {
+            // --check writes nothing, so it can say whether the image
+            // under the signature still needs the tool: the question a
+            // packager asks of an already signed tree.
+            SignedPolicy::Refuse | SignedPolicy::Skip if opts.check => {
+                image = &data[..len];
+                while let Some(inner) = signature::elf_len(image)? {
+                    image = &image[..inner];
+                }
+            }
             SignedPolicy::Refuse => return Err(Error::Signed),
             SignedPolicy::Skip => {
                 let why = "module is signed; left unchanged (--signed=skip): process modules before signing";
@@ -122,7 +131,12 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
             }
             SignedPolicy::Strip => {
                 image = &data[..len];
-                truncate = Some(len as u64);
+                // A module signed twice carries two; drop every one, or the
+                // stale inner one would be the next run's signature.
+                while let Some(inner) = signature::elf_len(image)? {
+                    image = &image[..inner];
+                }
+                truncate = Some(image.len() as u64);
             }
         }
     }
@@ -293,6 +307,7 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
         }
     }
     if opts.check || analysis.plan.is_empty() {
+        copy_unchanged(output, opts, &map)?;
         return Ok(FileReport { path: path.to_path_buf(), analysis });
     }
     if let Some(out) = output {
@@ -336,6 +351,7 @@ fn compressed(
         CompressedPolicy::Error => return Err(Error::Compressed(format.name())),
         CompressedPolicy::Skip => {
             let why = format!("{}-compressed module left unchanged (--compressed=recompress processes it)", format.name());
+            copy_unchanged(output, opts, data)?;
             return report(Analysis::skipped(Skip::Compressed, why.clone(), vec![why]));
         }
         CompressedPolicy::Recompress => {}
@@ -348,6 +364,7 @@ fn compressed(
         }
     }
     if opts.check || analysis.plan.is_empty() {
+        copy_unchanged(output, opts, data)?;
         return report(analysis);
     }
     let packed = compress::compress_checked(format, &analysis.plan.apply_to(&payload))?;
@@ -400,6 +417,16 @@ fn replace_target(path: &Path) -> Result<PathBuf, Error> {
 fn sibling_temp(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!(".{name}.zwm-{}.tmp", std::process::id()))
+}
+
+/// `-o` gets the result even when that is the input unchanged. Copied out
+/// first: `-o` may name the input, and truncating it would pull the mapped
+/// bytes away (SIGBUS).
+fn copy_unchanged(output: Option<&Path>, opts: &Options, data: &[u8]) -> Result<(), Error> {
+    match output {
+        Some(out) if !opts.check => write_output(out, &data.to_vec()),
+        _ => Ok(()),
+    }
 }
 
 /// Write `-o` output like `cp` would: a new file gets default permissions,
