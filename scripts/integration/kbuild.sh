@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Kbuild hook, real build: install the hook into a private copy of Debian's
+# linux-headers-KVER (arch tree + -common + linux-kbuild, as installed), then
+# build testdata/zwm_test out of tree with `make -C <headers> M=<dir>` and
+# check what the hook does.  Leaves the copy hooked (the DKMS test uses it).
+#
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_HDR (see lib.sh).
+suite=kbuild
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+: "${ZWM_HDR:?}"
+need_cmd make gcc-12 readelf
+
+hook=$ZWM_REPO/scripts/install-kbuild-hook
+W=$ZWM_WORK/kbuild
+rm -rf "$W"
+mkdir -p "$W"
+
+# --- 1. the installer ---------------------------------------------------------
+host_build=/lib/modules/$ZWM_KVER/build
+host_mf=$(readlink -f "$host_build/scripts/Makefile.modfinal")
+before=$(sha "$host_mf")
+"$hook" --dry-run "$host_build" >"$W/dry.out" 2>&1 || { show "$W/dry.out"; fail "install-kbuild-hook --dry-run $host_build failed"; }
+show "$W/dry.out"
+[ "$(sha "$host_mf")" = "$before" ] || fail "--dry-run changed $host_mf"
+grep -q "would hook" "$W/dry.out" || grep -q "already hooked" "$W/dry.out" ||
+	fail "--dry-run did not say what it would do"
+ok "installer --dry-run on the host's $host_build resolves to $host_mf and changes nothing"
+
+mf=$(readlink -f "$ZWM_HDR/scripts/Makefile.modfinal")
+case "$mf" in "$ZWM_WORK"/*) ;; *) fail "the headers copy's Makefile.modfinal resolves outside the copy: $mf" ;; esac
+orig=$(sha "$mf")
+cp -- "$mf" "$W/Makefile.modfinal.orig"
+
+# A wrapper stands in as the distribution-shipped binary: it logs every
+# processing call (not --version) and runs the real tool.
+# ZWM_FAKE_VERSION in the environment makes it report another version, like
+# an upgraded tool.
+cat >"$W/zwm-logging" <<EOF
+#!/bin/sh
+case "\$1" in
+--version) [ -n "\${ZWM_FAKE_VERSION:-}" ] && { echo "zero-weak-mcount \$ZWM_FAKE_VERSION"; exit 0; } ;;
+*) printf '%s\n' "\$*" >>"$W/tool-calls.log" ;;
+esac
+exec "$ZWM_TOOL" "\$@"
+EOF
+chmod +x "$W/zwm-logging"
+calls() { if [ -f "$W/tool-calls.log" ]; then wc -l <"$W/tool-calls.log"; else echo 0; fi; }
+
+"$hook" --tool "$W/zwm-logging" "$ZWM_HDR" >"$W/install.out" 2>&1 || { show "$W/install.out"; fail "install-kbuild-hook failed"; }
+show "$W/install.out"
+grep -q "hooked: include at line" "$W/install.out" || fail "installer did not report the hook lines"
+[ "$(grep -cxF 'include $(srctree)/scripts/Makefile.zero-weak-mcount' "$mf")" = 1 ] || fail "include line missing in $mf"
+[ "$(grep -cxF "$(printf '\t+$(zero-weak-mcount-ko)')" "$mf")" = 1 ] || fail "recipe line missing in $mf"
+[ -f "$(dirname "$mf")/Makefile.zero-weak-mcount" ] || fail "snippet not copied next to $mf"
+diff -u "$W/Makefile.modfinal.orig" "$mf" >"$W/hook.diff" || true
+show "$W/hook.diff" "diff "
+ok "installer hooked $mf: one include line + one recipe line after the BTF step; snippet copied"
+
+h1=$(sha "$mf")
+"$hook" "$ZWM_HDR" >"$W/install2.out" 2>&1 || fail "second install failed"
+grep -q "already hooked" "$W/install2.out" || { show "$W/install2.out"; fail "second install did not say 'already hooked'"; }
+[ "$(sha "$mf")" = "$h1" ] || fail "second install changed $mf"
+"$hook" --status "$ZWM_HDR" >/dev/null || fail "--status says not hooked"
+ok "installer is idempotent (second run: 'already hooked', file unchanged; --status exits 0)"
+
+"$hook" --uninstall "$ZWM_HDR" >"$W/uninstall.out" 2>&1 || { show "$W/uninstall.out"; fail "--uninstall failed"; }
+[ "$(sha "$mf")" = "$orig" ] || fail "--uninstall did not restore $mf byte for byte"
+[ ! -e "$(dirname "$mf")/Makefile.zero-weak-mcount" ] || fail "--uninstall left the snippet behind"
+rc=0; "$hook" --status "$ZWM_HDR" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "--status after --uninstall exits $rc, expected 1"
+"$hook" --uninstall "$ZWM_HDR" >/dev/null 2>&1 || fail "a second --uninstall failed"
+ok "--uninstall restores Makefile.modfinal byte for byte (sha256 $orig), removes snippet and tool; repeatable"
+
+"$hook" -q --tool "$W/zwm-logging" "$ZWM_HDR" || fail "re-install failed"
+
+# --- 2. builds ------------------------------------------------------------------
+src=$W/zwm_test
+mkdir -p "$src"
+cp -- "$ZWM_REPO"/testdata/zwm_test/Kbuild "$ZWM_REPO"/testdata/zwm_test/*.[ch] "$src"/
+ko=$src/zwm_test.ko
+# kmake LOGNAME [make args...]: make -C <headers> M=<src> modules; stdout and
+# stderr go to $W/LOGNAME.out / .err
+kmake() {
+	local n=$1
+	shift
+	make -C "$ZWM_HDR" M="$src" "$@" modules >"$W/$n.out" 2>"$W/$n.err"
+}
+# the stderr lines that are not Debian Kbuild's own BTF notice (6.1 headers
+# ship no vmlinux, so every module build prints it)
+own_stderr() { grep -v '^Skipping BTF generation for .* due to unavailability of vmlinux$' "$1" || true; }
+
+# 2a. control: the hook switched off with ZERO_WEAK_MCOUNT= (empty)
+kmake control ZERO_WEAK_MCOUNT= || { show "$W/control.err"; fail "control build (ZERO_WEAK_MCOUNT=) failed"; }
+! grep -q 'ZWM \[M\]' "$W/control.out" || fail "ZERO_WEAK_MCOUNT= still ran the step"
+[ "$(calls)" = 0 ] || fail "ZERO_WEAK_MCOUNT= still called the tool"
+expect_unprocessed "$ko" "control build (ZERO_WEAK_MCOUNT= turns the step off)"
+cp -- "$ko" "$W/control.ko"
+
+# 2b. hooked build: switching the step on relinks and processes
+kmake first || { show "$W/first.err"; fail "hooked build failed"; }
+show "$W/first.out"
+grep -qxF "  LD [M]  $ko" "$W/first.out" || fail "enabling the tool did not relink"
+grep -qxF "  ZWM [M] $ko" "$W/first.out" || fail "no quiet line '  ZWM [M] $ko'"
+[ "$(calls)" = 1 ] || fail "tool called $(calls) times, expected 1"
+ok "hooked build: quiet line '  ZWM [M] <ko>' right after LD/BTF; tool found at \$(objtree)/tools/zero-weak-mcount/ and called once: $(cat "$W/tool-calls.log")"
+expect_processed "$ko" "hooked build"
+"$ZWM_TOOL" --kconfig "$ZWM_HDR/include/config/auto.conf" --section __mcount_loc -o "$W/by-hand.ko" "$W/control.ko" 2>"$W/by-hand.err" ||
+	{ show "$W/by-hand.err"; fail "running the tool by hand on the control module failed"; }
+cmp -s "$W/by-hand.ko" "$ko" || fail "the hooked build differs from running the tool by hand on the control module"
+ok "hooked .ko is byte-identical to 'zero-weak-mcount --kconfig auto.conf --section __mcount_loc -o OUT control.ko'"
+
+# 2c. nothing changed: nothing runs, the .ko keeps its bytes and mtime
+s1=$(sha "$ko"); m1=$(mtime "$ko")
+sleep 1.1
+kmake second || { show "$W/second.err"; fail "second build failed"; }
+! grep -qE 'LD \[M\]|ZWM \[M\]' "$W/second.out" || { show "$W/second.out"; fail "second make without changes relinked or reran the step"; }
+[ "$(calls)" = 1 ] || fail "second make called the tool again"
+[ "$(sha "$ko")" = "$s1" ] && [ "$(mtime "$ko")" = "$m1" ] || fail "second make touched the .ko"
+ok "second make with no change: no LD/ZWM line, tool not called (still 1 call), .ko sha256 and mtime unchanged"
+
+# 2d. touching a source relinks and reprocesses
+touch "$src/main.c"
+kmake touched || { show "$W/touched.err"; fail "build after touch failed"; }
+grep -qxF "  LD [M]  $ko" "$W/touched.out" && grep -qxF "  ZWM [M] $ko" "$W/touched.out" ||
+	{ show "$W/touched.out"; fail "touching main.c did not relink+reprocess"; }
+[ "$(calls)" = 2 ] || fail "tool calls: $(calls), expected 2"
+expect_processed "$ko" "after touching main.c"
+cmp -s "$ko" "$W/by-hand.ko" || fail "relinked+reprocessed .ko differs from the first result"
+ok "touch main.c: CC, LD [M], ZWM [M]; tool called again (2 calls); same bytes as before"
+
+# 2e. V=1 shows the command, with -v; the tool's -v report goes to stderr
+touch "$src/weak.c"
+kmake v1 V=1 || { show "$W/v1.err"; fail "V=1 build failed"; }
+grep -E 'zero-weak-mcount(/zero-weak-mcount)? -v --kconfig [^ ]*/include/config/auto.conf --section __mcount_loc '"$ko"'$' "$W/v1.out" >"$W/v1.cmd" ||
+	{ show "$W/v1.out"; fail "V=1 did not print the tool command with -v"; }
+show "$W/v1.cmd" "V=1 stdout: "
+own_stderr "$W/v1.err" >"$W/v1.own"
+[ -s "$W/v1.own" ] || fail "the tool printed no -v report on stderr"
+show "$W/v1.own" "V=1 stderr: "
+ok "V=1 prints the command (with -v) on stdout; the tool's verbose report is on stderr"
+kmake v1again V=1 || fail "second V=1 build failed"
+! grep -q 'zero-weak-mcount' "$W/v1again.out" || fail "V=1 alone (no change) relinked: -v must not be part of the recorded command"
+ok "V=1 without a change relinks nothing (-v is not recorded in the link command)"
+
+# 2f. make -s: nothing on stdout, nothing of ours on stderr
+touch "$src/main.c"
+kmake silent -s || { show "$W/silent.err"; fail "make -s failed"; }
+[ ! -s "$W/silent.out" ] || { show "$W/silent.out"; fail "make -s printed on stdout"; }
+own_stderr "$W/silent.err" >"$W/silent.own"
+[ ! -s "$W/silent.own" ] || { show "$W/silent.own"; fail "make -s printed on stderr"; }
+[ "$(calls)" = 4 ] || fail "tool calls: $(calls), expected 4"
+expect_processed "$ko" "make -s build"
+ok "make -s with a relink: stdout empty; stderr only Debian's own 'Skipping BTF generation' line ($(wc -l <"$W/silent.err") line(s))"
+
+# 2g. a flag change relinks and reprocesses; so does changing it back
+kmake flags ZERO_WEAK_MCOUNT_FLAGS=--signed=refuse || { show "$W/flags.err"; fail "build with extra flags failed"; }
+grep -qxF "  LD [M]  $ko" "$W/flags.out" && grep -qxF "  ZWM [M] $ko" "$W/flags.out" ||
+	{ show "$W/flags.out"; fail "a flag change did not relink+reprocess"; }
+grep -q -- '--signed=refuse' "$src/.zwm_test.ko.cmd" || fail "flags not recorded in .zwm_test.ko.cmd"
+kmake flags-back || fail "build after removing the flag failed"
+grep -qxF "  ZWM [M] $ko" "$W/flags-back.out" || fail "removing the flag did not reprocess"
+expect_processed "$ko" "after flag changes"
+ok "ZERO_WEAK_MCOUNT_FLAGS=--signed=refuse relinks and reprocesses (recorded in .zwm_test.ko.cmd); dropping it again does too"
+
+# 2g'. a new tool version relinks and reprocesses (the --version line is recorded)
+c0=$(calls)
+ZWM_FAKE_VERSION=99.0.0 kmake upgrade || { show "$W/upgrade.err"; fail "build with the 'upgraded' tool failed"; }
+grep -qxF "  LD [M]  $ko" "$W/upgrade.out" && grep -qxF "  ZWM [M] $ko" "$W/upgrade.out" ||
+	{ show "$W/upgrade.out"; fail "a new tool version did not relink+reprocess"; }
+[ "$(calls)" = $((c0 + 1)) ] || fail "the upgraded tool was not called"
+grep -q 'zero-weak-mcount 99.0.0' "$src/.zwm_test.ko.cmd" || fail "the version is not recorded in .zwm_test.ko.cmd"
+kmake downgrade || fail "build after the 'upgrade' failed"
+grep -qxF "  ZWM [M] $ko" "$W/downgrade.out" || fail "going back to the old version did not reprocess"
+ok "a tool reporting a new --version (same path) relinks and reprocesses; the version line is in .zwm_test.ko.cmd"
+
+# 2h. CONFIG_WERROR gives --fatal-warnings (command line overrides auto.conf)
+kmake werror V=1 CONFIG_WERROR=y || { show "$W/werror.err"; fail "CONFIG_WERROR=y build failed"; }
+grep -q -- '-v --kconfig .* --section __mcount_loc --fatal-warnings '"$ko" "$W/werror.out" ||
+	{ show "$W/werror.out"; fail "CONFIG_WERROR=y did not add --fatal-warnings"; }
+kmake werror-back || fail "build after CONFIG_WERROR failed"
+ok "CONFIG_WERROR=y adds --fatal-warnings and relinks; V=1 line: $(grep -m1 -o 'zero-weak-mcount -v.*' "$W/werror.out")"
+
+# 2i. a configured but missing tool fails the build, and keeps failing
+rc=0; kmake missing ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount || rc=$?
+[ "$rc" != 0 ] || fail "a missing tool did not fail the build"
+grep -q "error: zero-weak-mcount: '/nonexistent/zero-weak-mcount' was not found" "$W/missing.err" ||
+	{ show "$W/missing.err"; fail "no clear error for the missing tool"; }
+show "$W/missing.err" "stderr: "
+[ ! -e "$ko" ] || fail "the unprocessed .ko was left behind after the failure"
+rc=0; kmake missing2 ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount || rc=$?
+[ "$rc" != 0 ] || fail "the second build with the missing tool succeeded (unprocessed module looked up to date)"
+ok "ZERO_WEAK_MCOUNT=/nonexistent/...: make exits $rc with the error above, the .ko is deleted, a rerun fails again"
+
+# 2j. a tool that fails fails the build
+cat >"$W/zwm-failing" <<EOF
+#!/bin/sh
+[ "\$1" = --version ] && exec "$ZWM_TOOL" --version
+echo "zwm-failing: simulated failure" >&2
+exit 1
+EOF
+chmod +x "$W/zwm-failing"
+rc=0; kmake failing ZERO_WEAK_MCOUNT="$W/zwm-failing" || rc=$?
+[ "$rc" != 0 ] || fail "a failing tool did not fail the build"
+grep -q 'simulated failure' "$W/failing.err" || fail "the tool's error did not reach stderr"
+[ ! -e "$ko" ] || fail "the .ko was left behind after the tool failed"
+ok "a tool that exits 1 fails the build (make exit $rc) and the .ko is deleted"
+
+# 2k. back to normal
+kmake recover || { show "$W/recover.err"; fail "build after the failures failed"; }
+expect_processed "$ko" "rebuild after the failures"
+ok "with the tool back, the next make relinks and processes the module"
+
+finish
