@@ -515,6 +515,15 @@ fn mutate_once(rng: &mut Rng, b: &Base, data: &mut Vec<u8>, log: &mut Vec<String
                 }
                 data.extend_from_slice(&tail);
                 log.push(format!("appended {} bytes of signature trailer", tail.len()));
+            } else if rng.chance(25) {
+                // Signed twice: a second signature, well-formed or not.
+                let id_type = if rng.chance(50) { 2 } else { rng.next() as u8 };
+                let sig_len = if rng.chance(70) { 6 } else { rng.below(64) as u32 };
+                data.extend_from_slice(&[0x30, 0x82, 0x01, 0x02, 0xaa, 0xbb]);
+                data.extend_from_slice(&[0, 0, id_type, 0, 0, 0, 0, 0]);
+                data.extend_from_slice(&sig_len.to_be_bytes());
+                data.extend_from_slice(signature::MARKER);
+                log.push(format!("second signature, type {id_type}, length {sig_len}"));
             } else {
                 let info = data.len() - signature::MARKER.len() - 12;
                 match rng.below(3) {
@@ -596,9 +605,9 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
             if opts.signed != SignedPolicy::Strip {
                 return Err("truncated without --signed=strip".into());
             }
-            let sig = signature::elf_len(data).ok().flatten();
+            let sig = stripped_len(data);
             if sig != Some(t as usize) {
-                return Err(format!("truncated to {t:#x}, but the signature says {sig:?}"));
+                return Err(format!("truncated to {t:#x}, but the signatures end at {sig:?}"));
             }
             t as usize
         }
@@ -618,10 +627,8 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
     if parse_info(&out).is_err() {
         return Err("the output does not parse".into());
     }
-    if object::File::parse(image).is_ok() {
-        if let Err(e) = object::File::parse(&*out) {
-            return Err(format!("object parsed the input but not the output: {e}"));
-        }
+    if let (Ok(_), Err(e)) = (object::File::parse(image), object::File::parse(&*out)) {
+        return Err(format!("object parsed the input but not the output: {e}"));
     }
     let again = catch_unwind(AssertUnwindSafe(|| analyze(&out, opts)))
         .map_err(|p| format!("second analyze panicked: {}", panic_text(&p)))?;
@@ -630,6 +637,15 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
         Ok(a) => Err(format!("second run is not a no-op: {:?}", a.plan)),
         Err(e) => Err(format!("second run refused the output: {e}")),
     }
+}
+
+/// The length of `data` without every appended signature, if it has one.
+fn stripped_len(data: &[u8]) -> Option<usize> {
+    let mut len = signature::elf_len(data).ok().flatten()?;
+    while let Ok(Some(inner)) = signature::elf_len(&data[..len]) {
+        len = inner;
+    }
+    Some(len)
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -678,6 +694,8 @@ fn check_cli(dir: &Scratch, case: usize, data: &[u8], strip: bool, expected: &Ve
     let path = dir.0.join(format!("case{case}.ko"));
     fs::write(&path, data).unwrap();
     let mut cmd = Command::new(BIN);
+    // As analyze does: a compressed file (a mutated magic) is an error.
+    cmd.arg("--compressed=error");
     if strip {
         cmd.arg("--signed=strip");
     }
@@ -758,7 +776,7 @@ fn mutation_campaign() {
     }
     eprintln!(
         "mutation campaign: {CASES} cases over {} bases, {} library runs: {refused} refused, {accepted} accepted \
-         ({changed} changed the file); {cli_runs} CLI runs",
+         ({changed} of them changed the bytes); {cli_runs} CLI runs",
         bases.len(),
         refused + accepted + failures.len()
     );
@@ -768,7 +786,7 @@ fn mutation_campaign() {
 }
 
 // ---------------------------------------------------------------------------
-// Regression tests: each a defect the campaign found.
+// Regression tests: each a defect the campaign, a review or a fuzz target found.
 
 /// Set field `off` (width `width`) of section `name`'s header.
 fn set_section_field(data: &mut [u8], name: &str, off64: usize, off32: usize, value: u64) {
@@ -861,4 +879,33 @@ fn a_callsite_into_a_huge_nobits_text_section() {
     no_panic(&data, &opts).unwrap();
     let a = analyze(&data, &opts).unwrap();
     assert!(a.details.iter().any(|d| d.contains("has no bytes in the file (SHT_NOBITS)")), "{:#?}", a.details);
+}
+
+/// Found by the `apply` fuzz target (fuzz/artifacts/apply/crash-6837c87d…,
+/// after about 1.15 million runs): a module with two appended signatures.
+/// `--signed=strip` dropped only the outer one, so the output still ended
+/// in a signature: the second run was not a no-op (it dropped the stale
+/// inner one) or, with a malformed inner one, refused the output. Now
+/// every signature is dropped, and a malformed inner one is refused.
+#[test]
+fn a_module_signed_twice() {
+    let elf = standard(Architecture::I386, Endianness::Little, 0, "__mcount_loc", elf::R_386_32, 0, 0).build();
+    let expected = analyze(&elf, &Options::default()).unwrap().plan.apply_to(&elf);
+    let strip = Options { signed: SignedPolicy::Strip, ..Options::default() };
+    let twice = signed(&signed(&elf));
+    let a = analyze(&twice, &strip).unwrap();
+    let out = a.plan.apply_to(&twice);
+    assert_eq!(out, expected, "both signatures dropped, the module processed");
+    assert!(analyze(&out, &strip).unwrap().plan.is_empty());
+    no_panic(&twice, &strip).unwrap();
+    assert!(matches!(analyze(&twice, &Options::default()), Err(zero_weak_mcount::Error::Signed)));
+
+    // The inner signature malformed (type 0, as in the fuzz crash): refused.
+    let mut bad = signed(&elf);
+    let info = bad.len() - signature::MARKER.len() - 12;
+    bad[info + 2] = 0;
+    let bad = signed(&bad);
+    let e = analyze(&bad, &strip).expect_err("a malformed inner signature is refused");
+    assert!(e.to_string().contains("not PKCS#7"), "{e}");
+    no_panic(&bad, &strip).unwrap();
 }

@@ -1,0 +1,193 @@
+//! Interruption: `--atomic` runs killed with SIGKILL at seeded random
+//! moments, many times over, while they process many modules (the bundled
+//! one and large synthetic ones). After every kill each module must be
+//! either its original bytes or the fully processed bytes, never anything
+//! in between. A kill can leave the run's temporary file
+//! (`.NAME.zwm-PID.tmp`) behind; the test counts those, checks their names,
+//! and removes them (see docs/reliability.md).
+
+mod common;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use object::write::{Object, Relocation, Symbol, SymbolSection};
+use object::{elf, Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
+use zero_weak_mcount::process::{analyze, Options};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
+const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
+
+/// `ZWM_INTERRUPT_KILLS` and `ZWM_INTERRUPT_BIG` (entries of the largest
+/// module) make a longer run; the defaults keep `cargo test` quick.
+fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+const SEED: u64 = 0x6b11_1ed0_0000_0006;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// An x86_64 module with `n` functions of 16 bytes, each with a callsite
+/// entry; every 7th has lost its symbol (an overridden weak body), so its
+/// entry is zeroed. `n` = 100,000 gives a file of about 7 MB.
+fn big_module(n: usize) -> Vec<u8> {
+    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    obj.add_file_symbol(b"big.c".to_vec());
+    let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
+    obj.set_section_data(text, vec![0x90u8; n * 16], 16);
+    for i in 0..n {
+        if i % 7 == 3 {
+            continue;
+        }
+        obj.add_symbol(Symbol {
+            name: format!("f{i}").into_bytes(),
+            value: i as u64 * 16,
+            size: 16,
+            kind: SymbolKind::Text,
+            scope: if i % 2 == 0 { SymbolScope::Compilation } else { SymbolScope::Linkage },
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        });
+    }
+    let cs = obj.add_section(Vec::new(), b"__mcount_loc".to_vec(), SectionKind::ReadOnlyData);
+    obj.set_section_data(cs, vec![0u8; n * 8], 8);
+    let sym = obj.section_symbol(text);
+    for i in 0..n {
+        obj.add_relocation(
+            cs,
+            Relocation {
+                offset: i as u64 * 8,
+                symbol: sym,
+                // 4 bytes in: past the symbol, within the widest max offset.
+                addend: i as i64 * 16 + 4,
+                flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 },
+            },
+        )
+        .unwrap();
+    }
+    let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
+    obj.set_section_data(modinfo, format!("license=GPL\0vermagic={}\0", common::VERMAGIC).into_bytes(), 1);
+    obj.write().unwrap()
+}
+
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One module file of the test: its path and which kind of module it is.
+struct Module {
+    path: PathBuf,
+    kind: usize,
+}
+
+#[test]
+fn sigkill_during_atomic_runs_leaves_each_file_whole() {
+    let dir = Scratch(std::env::temp_dir().join(format!("zwm-interrupt-{}", std::process::id())));
+    let _ = fs::remove_dir_all(&dir.0);
+    fs::create_dir_all(&dir.0).unwrap();
+
+    // The kinds of module: (original, processed).
+    let kills = knob("ZWM_INTERRUPT_KILLS", 200);
+    let big = knob("ZWM_INTERRUPT_BIG", 20_000);
+    let kinds: Vec<(Vec<u8>, Vec<u8>)> = [fs::read(MODULE).unwrap(), big_module(big), big_module(big / 4)]
+        .into_iter()
+        .map(|o| {
+            let p = analyze(&o, &Options::default()).unwrap().plan.apply_to(&o);
+            assert_ne!(o, p);
+            (o, p)
+        })
+        .collect();
+    // Many files on one command line: the small module in between big ones.
+    let layout = [1, 0, 0, 2, 0, 1, 0, 0, 2, 0, 0, 0];
+    let modules: Vec<Module> = layout
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let path = dir.0.join(format!("m{i:02}.ko"));
+            fs::write(&path, &kinds[k].0).unwrap();
+            Module { path, kind: k }
+        })
+        .collect();
+    let run = || {
+        Command::new(BIN)
+            .arg("--atomic")
+            .args(modules.iter().map(|m| &m.path))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+
+    // How long a whole run takes, from all originals: the kills are spread
+    // over that time and a little past it.
+    let start = Instant::now();
+    assert!(run().wait().unwrap().success());
+    let full = start.elapsed();
+    for m in &modules {
+        assert_eq!(fs::read(&m.path).unwrap(), kinds[m.kind].1);
+        fs::write(&m.path, &kinds[m.kind].0).unwrap();
+    }
+
+    let mut rng = Rng(SEED);
+    let span = (full.as_micros() as u64 * 11 / 10).max(1);
+    let (mut original, mut processed, mut temps, mut finished) = (0usize, 0usize, 0usize, 0usize);
+    for kill in 0..kills {
+        let delay = Duration::from_micros(rng.next() % span);
+        let mut child = run();
+        std::thread::sleep(delay);
+        child.kill().unwrap(); // SIGKILL
+        let status = child.wait().unwrap();
+        if status.success() {
+            finished += 1;
+        }
+        for entry in fs::read_dir(&dir.0).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                // `.mNN.ko.zwm-PID.tmp`: the killed run's unfinished copy.
+                assert!(name.ends_with(".tmp") && name.contains(".ko.zwm-"), "kill {kill}: unexpected {name}");
+                fs::remove_file(dir.0.join(&name)).unwrap();
+                temps += 1;
+            }
+        }
+        for m in &modules {
+            let now = fs::read(&m.path).unwrap();
+            let (o, p) = &kinds[m.kind];
+            if now == *o {
+                original += 1;
+            } else if now == *p {
+                processed += 1;
+                // Put most processed files back, so later kills meet work.
+                if !rng.next().is_multiple_of(4) {
+                    fs::write(&m.path, o).unwrap();
+                }
+            } else {
+                panic!("kill {kill} after {delay:?}: {} is neither original nor processed", m.path.display());
+            }
+        }
+    }
+    eprintln!(
+        "interrupt: {kills} SIGKILLs over {span} us (a full run of {} files, the largest with {big} entries, took {full:?}); files seen whole: \
+         {original} original, {processed} processed; {temps} temporary files left by killed runs; \
+         {finished} runs finished before the kill",
+        modules.len()
+    );
+    assert!(original > 0 && processed > 0);
+}
