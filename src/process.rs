@@ -112,17 +112,12 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     let mut warnings = Vec::new();
     let mut image = data;
     let mut truncate = None;
-    if let Some(len) = signature::elf_len(data)? {
+    if let Some(len) = signature::image_len(data)? {
         match opts.signed {
             // --check writes nothing, so it can say whether the image
             // under the signature still needs the tool: the question a
             // packager asks of an already signed tree.
-            SignedPolicy::Refuse | SignedPolicy::Skip if opts.check => {
-                image = &data[..len];
-                while let Some(inner) = signature::elf_len(image)? {
-                    image = &image[..inner];
-                }
-            }
+            SignedPolicy::Refuse | SignedPolicy::Skip if opts.check => image = &data[..len],
             SignedPolicy::Refuse => return Err(Error::Signed),
             SignedPolicy::Skip => {
                 let why = "module is signed; left unchanged (--signed=skip): process modules before signing";
@@ -131,12 +126,7 @@ pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
             }
             SignedPolicy::Strip => {
                 image = &data[..len];
-                // A module signed twice carries two; drop every one, or the
-                // stale inner one would be the next run's signature.
-                while let Some(inner) = signature::elf_len(image)? {
-                    image = &image[..inner];
-                }
-                truncate = Some(image.len() as u64);
+                truncate = Some(len as u64);
             }
         }
     }
@@ -313,14 +303,7 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
     if let Some(out) = output {
         write_output(out, &analysis.plan.apply_to(&map))?;
     } else if opts.atomic {
-        let dest = replace_target(path)?;
-        let tmp = sibling_temp(&dest);
-        let result = write_new(&tmp, &analysis.plan.apply_to(&map), &file, opts.keep_mtime)
-            .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result?;
+        replace_atomically(path, &analysis.plan.apply_to(&map), &file, opts.keep_mtime)?;
     } else {
         drop(map);
         let rw = OpenOptions::new()
@@ -372,14 +355,7 @@ fn compressed(
         write_output(out, &packed)?;
         return report(analysis);
     }
-    let dest = replace_target(path)?;
-    let tmp = sibling_temp(&dest);
-    let result = write_new(&tmp, &packed, file, opts.keep_mtime)
-        .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result?;
+    replace_atomically(path, &packed, file, opts.keep_mtime)?;
     report(analysis)
 }
 
@@ -414,9 +390,30 @@ fn replace_target(path: &Path) -> Result<PathBuf, Error> {
     Ok(dest)
 }
 
-fn sibling_temp(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.zwm-{}.tmp", std::process::id()))
+/// Write `bytes` beside `path`, fsync, and rename over it: a kill at any
+/// moment leaves the old or the new file. The caller holds the lock, and
+/// only a lock holder writes a temporary file for this path, so any other
+/// `.NAME.zwm-*.tmp` is what a killed run left behind: remove it.
+fn replace_atomically(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) -> Result<(), Error> {
+    let dest = replace_target(path)?;
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stale = format!(".{name}.zwm-");
+    if let Some(dir) = dest.parent().and_then(|d| fs::read_dir(d).ok()) {
+        for entry in dir.flatten() {
+            let n = entry.file_name();
+            let n = n.to_string_lossy();
+            if n.starts_with(&stale) && n.ends_with(".tmp") {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+    let tmp = dest.with_file_name(format!("{stale}{}.tmp", std::process::id()));
+    let result = write_new(&tmp, bytes, like, keep_mtime)
+        .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// `-o` gets the result even when that is the input unchanged. Copied out

@@ -31,6 +31,17 @@ pub fn elf_len(data: &[u8]) -> Result<Option<usize>, Error> {
     Ok(Some(elf))
 }
 
+/// The length of the ELF image under every appended signature, if any: a
+/// module signed twice carries two, and keeping the inner one would make
+/// it the next run's signature.
+pub fn image_len(data: &[u8]) -> Result<Option<usize>, Error> {
+    let Some(mut len) = elf_len(data)? else { return Ok(None) };
+    while let Some(inner) = elf_len(&data[..len])? {
+        len = inner;
+    }
+    Ok(Some(len))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
