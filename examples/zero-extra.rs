@@ -23,7 +23,7 @@ fn main() {
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
     let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().unwrap();
-    let symbols = SymbolIndex::new(x.symbols.clone());
+    let symbols = SymbolIndex::new(x.symbols.clone(), x.strings);
     let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
     let mut zero = Vec::new();
     let mut extra = None;

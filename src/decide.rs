@@ -15,32 +15,60 @@ use crate::elf::{LookupSymbol, Section};
 /// The symbols of a module, sorted so that the nearest symbol at or below an
 /// address is one binary search away: O((entries + symbols) · log symbols),
 /// where the kernel's scan is O(entries × symbols).
+///
+/// Each symbol is one `u128` key, section | value | position, so the sort
+/// compares integers, and among symbols at one address the first in table
+/// order (the one the kernel reports) comes first.
 #[derive(Debug, Clone)]
 pub struct SymbolIndex<'a> {
-    sorted: Vec<LookupSymbol<'a>>,
+    symbols: Vec<LookupSymbol>,
+    keys: Vec<u128>,
+    strings: &'a [u8],
+}
+
+fn key(section: u32, value: u64, position: u32) -> u128 {
+    (u128::from(section) << 96) | (u128::from(value) << 32) | u128::from(position)
+}
+
+/// The key without its position: which address it names.
+fn address(key: u128) -> u128 {
+    key >> 32
 }
 
 impl<'a> SymbolIndex<'a> {
-    pub fn new(mut symbols: Vec<LookupSymbol<'a>>) -> Self {
-        // Among symbols at one address the kernel reports the first in table
-        // order; sorting by index as well makes that the first one found.
-        symbols.sort_unstable_by_key(|s| (s.section, s.value, s.index));
-        SymbolIndex { sorted: symbols }
+    /// `symbols` in table order; `strings` is the table their names are in.
+    pub fn new(symbols: Vec<LookupSymbol>, strings: &'a [u8]) -> Self {
+        assert!(symbols.len() <= u32::MAX as usize, "positions are 32 bits");
+        let mut keys: Vec<u128> = symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
+        keys.sort_unstable();
+        SymbolIndex { symbols, keys, strings }
     }
 
     /// The nearest symbol of `section` at or below `offset`.
-    pub fn at_or_below(&self, section: u32, offset: u64) -> Option<&LookupSymbol<'a>> {
-        let end = self.sorted.partition_point(|s| (s.section, s.value) <= (section, offset));
-        let last = self.sorted[..end].last().filter(|s| s.section == section)?;
-        // Step back to the first symbol at that address.
-        let first = self.sorted[..end].partition_point(|s| (s.section, s.value) < (section, last.value));
-        Some(&self.sorted[first])
+    pub fn at_or_below(&self, section: u32, offset: u64) -> Option<&LookupSymbol> {
+        let end = self.keys.partition_point(|&k| k <= key(section, offset, u32::MAX));
+        let last = *self.keys[..end].last()?;
+        if (last >> 96) as u32 != section {
+            return None;
+        }
+        // Step back to the first symbol at that address, if there are several.
+        let first = if end >= 2 && address(self.keys[end - 2]) == address(last) {
+            self.keys[..end].partition_point(|&k| address(k) < address(last))
+        } else {
+            end - 1
+        };
+        Some(&self.symbols[self.keys[first] as u32 as usize])
     }
 
-    pub fn in_section(&self, section: u32) -> &[LookupSymbol<'a>] {
-        let start = self.sorted.partition_point(|s| s.section < section);
-        let end = self.sorted.partition_point(|s| s.section <= section);
-        &self.sorted[start..end]
+    /// The symbols of `section`, by address.
+    pub fn in_section(&self, section: u32) -> impl DoubleEndedIterator<Item = &LookupSymbol> {
+        let start = self.keys.partition_point(|&k| (k >> 96) < u128::from(section));
+        let end = self.keys.partition_point(|&k| (k >> 96) <= u128::from(section));
+        self.keys[start..end].iter().map(|&k| &self.symbols[k as u32 as usize])
+    }
+
+    pub fn name(&self, symbol: &LookupSymbol) -> &'a [u8] {
+        crate::elf::string_at(self.strings, symbol.name)
     }
 }
 
@@ -79,9 +107,9 @@ impl Layout {
                 .or_else(|| last[r].map(|p| SectionDoubt::Preceded { by: sections[p].name.clone() }));
             last[r] = Some(i);
             if overhang[r].is_none() {
-                if let Some(sym) = symbols.in_section(i as u32).iter().rev().find(|sym| sym.value > s.size) {
+                if let Some(sym) = symbols.in_section(i as u32).rev().find(|sym| sym.value > s.size) {
                     overhang[r] = Some(SectionDoubt::Overhang {
-                        symbol: String::from_utf8_lossy(sym.name).into_owned(),
+                        symbol: String::from_utf8_lossy(symbols.name(sym)).into_owned(),
                         section: s.name.clone(),
                     });
                 }
@@ -150,7 +178,7 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
     }
     let (nearest, ip) = first_miss.expect("at least one candidate ip");
     match nearest {
-        Some(s) => Verdict::Zero { nearest: Some(s.name), distance: ip - s.value },
+        Some(s) => Verdict::Zero { nearest: Some(symbols.name(s)), distance: ip - s.value },
         None => Verdict::Zero { nearest: None, distance: 0 },
     }
 }
@@ -174,9 +202,13 @@ mod tests {
         }
     }
 
-    fn sym(section: u32, value: u64, index: u32, name: &'static str) -> LookupSymbol<'static> {
-        LookupSymbol { section, value, index, name: name.as_bytes() }
+    /// A symbol whose name is looked up in `STRINGS`.
+    fn sym(section: u32, value: u64, index: u32, name: &'static str) -> LookupSymbol {
+        let at = STRINGS.windows(name.len() + 2).position(|w| w[0] == 0 && &w[1..=name.len()] == name.as_bytes() && w[name.len() + 1] == 0);
+        LookupSymbol { section, value, index, name: at.expect("name in STRINGS") as u32 + 1 }
     }
+
+    const STRINGS: &[u8] = b"\0a\0b\0c\0f\0g\0h\0first\0second\0end_label\0";
 
     fn at(section: u32, ip: u64) -> Input {
         Input::Ips { section, ips: [ip, 0], count: 1 }
@@ -187,8 +219,8 @@ mod tests {
     }
 
     /// Section 0 is the null section, 1 is `.text`, as in a real module.
-    fn setup(symbols: Vec<LookupSymbol<'static>>, sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
-        let index = SymbolIndex::new(symbols);
+    fn setup(symbols: Vec<LookupSymbol>, sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
+        let index = SymbolIndex::new(symbols, STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let layout = Layout::new(&all, &index, region);
@@ -246,7 +278,7 @@ mod tests {
         let (s, l) = setup(vec![sym(1, 0x10, 3, "f")], sections.clone());
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
         // ppc64 puts .init.text in core text, right after .text.
-        let index = SymbolIndex::new(vec![sym(1, 0x10, 3, "f")]);
+        let index = SymbolIndex::new(vec![sym(1, 0x10, 3, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let merged = Layout::new(&all, &index, |_| Region::Text);
@@ -321,7 +353,12 @@ mod tests {
 
     #[test]
     fn the_first_symbol_in_table_order_names_an_address() {
-        let (s, _) = setup(vec![sym(1, 0x10, 7, "second"), sym(1, 0x10, 2, "first")], vec![text(".text", 0x100)]);
-        assert_eq!(s.at_or_below(1, 0x20).unwrap().name, b"first");
+        // Symbols come in table order; several at one address.
+        let (s, _) = setup(
+            vec![sym(1, 0x8, 1, "a"), sym(1, 0x10, 2, "first"), sym(1, 0x10, 7, "second"), sym(1, 0x10, 9, "c")],
+            vec![text(".text", 0x100)],
+        );
+        assert_eq!(s.name(s.at_or_below(1, 0x20).unwrap()), b"first");
+        assert_eq!(s.name(s.at_or_below(1, 0xf).unwrap()), b"a");
     }
 }

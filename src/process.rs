@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::arch::{self, Overrides, Rule, Scope, PPC_ADD_R2_R2_R12, PPC_LD_R2_R12_M8};
+use crate::arch::{self, Adjust, Overrides, Rule, Scope, PPC_ADD_R2_R2_R12, PPC_LD_R2_R12_M8};
 use crate::decide::{self, Input, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
 use crate::error::Error;
@@ -184,7 +184,7 @@ fn decide_module(
     };
     let entries = &extracted.callsite.entries;
     let stripped = extracted.stripped_locals();
-    let symbols = SymbolIndex::new(extracted.symbols);
+    let symbols = SymbolIndex::new(extracted.symbols, extracted.strings);
     let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
 
     let mut zero = Vec::new();
@@ -237,7 +237,10 @@ pub fn input_for(image: &[u8], info: &ElfInfo, rule: &Rule, entry: &Entry) -> In
     match &entry.target {
         Target::Odd(why) => Input::Odd(why.clone()),
         &Target::At { section, offset } => {
-            let global_entry = elf::section_bytes(image, info, section, offset, 8).is_some_and(|insns| {
+            // Only clang's ppc64 adjust reads code: touching .text for
+            // every entry on every arch would double the pages we fault in.
+            let global_entry = rule.adjust == Adjust::ClangGlobalEntry
+                && elf::section_bytes(image, info, section, offset, 8).is_some_and(|insns| {
                 elf::read_uint(&insns[..4], info.big_endian) == u64::from(PPC_LD_R2_R12_M8)
                     && elf::read_uint(&insns[4..], info.big_endian) == u64::from(PPC_ADD_R2_R2_R12)
             });
