@@ -272,6 +272,47 @@ pub struct FileReport {
     pub analysis: Analysis,
 }
 
+/// A module's bytes: read into memory when small, mapped when large.
+///
+/// Mapping touches only the pages the tool needs, which matters for
+/// amdgpu.ko; but every mmap and munmap takes the address space's lock, and
+/// with -j2 over Debian's 4,216 modules the two threads spent their time
+/// waiting on it (two threads: 0.21 s, two processes: 0.13 s). Most modules
+/// are small enough that one read() is cheaper than a mapping.
+enum Contents {
+    Read(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl Contents {
+    fn load(mut file: &File, len: u64) -> Result<Contents, Error> {
+        use std::io::Read;
+        if len <= READ_LIMIT {
+            let mut buf = Vec::with_capacity(len as usize);
+            file.read_to_end(&mut buf)?;
+            return Ok(Contents::Read(buf));
+        }
+        // SAFETY: the file is locked against other instances of this tool; a
+        // concurrent truncation by something else would fault, as it would for
+        // sorttable and objtool, which map modules the same way.
+        let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| Error::IoAt { what: "cannot map", source: e })?;
+        Ok(Contents::Mapped(map))
+    }
+}
+
+impl std::ops::Deref for Contents {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Contents::Read(v) => v,
+            Contents::Mapped(m) => m,
+        }
+    }
+}
+
+/// Files up to this size are read; larger ones are mapped.
+const READ_LIMIT: u64 = 1 << 20;
+
 /// Process one module file according to `opts`, writing to `output` if
 /// given, else in place.
 pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Result<FileReport, Error> {
@@ -286,10 +327,7 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
         return Err(Error::Empty);
     }
     let file = lock_current(path, opts.check)?;
-    // SAFETY: the file is locked against other instances of this tool; a
-    // concurrent truncation by something else would fault, as it would for
-    // sorttable and objtool, which map modules the same way.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::IoAt { what: "cannot map", source: e })?;
+    let map = Contents::load(&file, meta.len())?;
     if let Some(format) = Format::detect(&map) {
         return compressed(path, output, opts, &file, &map, format);
     }
