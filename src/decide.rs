@@ -21,9 +21,14 @@ use crate::elf::{LookupSymbol, Section};
 /// order (the one the kernel reports) comes first.
 #[derive(Debug, Clone)]
 pub struct SymbolIndex<'a> {
-    symbols: Vec<LookupSymbol>,
     keys: Vec<u128>,
+    /// Name offsets, by table position.
+    names: Vec<u32>,
     strings: &'a [u8],
+    /// Where the last search ended. Callsites come in address order, so
+    /// the next answer is usually a few keys further: galloping from here
+    /// beats a binary search over all symbols.
+    hint: std::cell::Cell<usize>,
 }
 
 fn key(section: u32, value: u64, position: u32) -> u128 {
@@ -41,12 +46,36 @@ impl<'a> SymbolIndex<'a> {
         assert!(symbols.len() <= u32::MAX as usize, "positions are 32 bits");
         let mut keys: Vec<u128> = symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
         keys.sort_unstable();
-        SymbolIndex { symbols, keys, strings }
+        let names = symbols.iter().map(|s| s.name).collect();
+        SymbolIndex { keys, names, strings, hint: std::cell::Cell::new(0) }
+    }
+
+    fn symbol(&self, key: u128) -> LookupSymbol {
+        LookupSymbol { section: (key >> 96) as u32, value: (key >> 32) as u64, name: self.names[key as u32 as usize] }
+    }
+
+    /// How many keys are at most `q`.
+    fn count_at_most(&self, q: u128) -> usize {
+        let keys = &self.keys[..];
+        let start = self.hint.get().min(keys.len());
+        let end = if start > 0 && keys[start - 1] > q {
+            keys[..start].partition_point(|&k| k <= q)
+        } else {
+            // keys[..start] are all <= q: gallop forward.
+            let (mut lo, mut step) = (start, 1);
+            while lo + step <= keys.len() && keys[lo + step - 1] <= q {
+                lo += step;
+                step *= 2;
+            }
+            lo + keys[lo..(lo + step).min(keys.len())].partition_point(|&k| k <= q)
+        };
+        self.hint.set(end);
+        end
     }
 
     /// The nearest symbol of `section` at or below `offset`.
-    pub fn at_or_below(&self, section: u32, offset: u64) -> Option<&LookupSymbol> {
-        let end = self.keys.partition_point(|&k| k <= key(section, offset, u32::MAX));
+    pub fn at_or_below(&self, section: u32, offset: u64) -> Option<LookupSymbol> {
+        let end = self.count_at_most(key(section, offset, u32::MAX));
         let last = *self.keys[..end].last()?;
         if (last >> 96) as u32 != section {
             return None;
@@ -57,14 +86,14 @@ impl<'a> SymbolIndex<'a> {
         } else {
             end - 1
         };
-        Some(&self.symbols[self.keys[first] as u32 as usize])
+        Some(self.symbol(self.keys[first]))
     }
 
     /// The symbols of `section`, by address.
-    pub fn in_section(&self, section: u32) -> impl DoubleEndedIterator<Item = &LookupSymbol> {
+    pub fn in_section(&self, section: u32) -> impl DoubleEndedIterator<Item = LookupSymbol> + '_ {
         let start = self.keys.partition_point(|&k| (k >> 96) < u128::from(section));
         let end = self.keys.partition_point(|&k| (k >> 96) <= u128::from(section));
-        self.keys[start..end].iter().map(|&k| &self.symbols[k as u32 as usize])
+        self.keys[start..end].iter().map(|&k| self.symbol(k))
     }
 
     pub fn name(&self, symbol: &LookupSymbol) -> &'a [u8] {
@@ -109,7 +138,7 @@ impl Layout {
             if overhang[r].is_none() {
                 if let Some(sym) = symbols.in_section(i as u32).rev().find(|sym| sym.value > s.size) {
                     overhang[r] = Some(SectionDoubt::Overhang {
-                        symbol: String::from_utf8_lossy(symbols.name(sym)).into_owned(),
+                        symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
                         section: s.name.clone(),
                     });
                 }
@@ -178,7 +207,7 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
     }
     let (nearest, ip) = first_miss.expect("at least one candidate ip");
     match nearest {
-        Some(s) => Verdict::Zero { nearest: Some(symbols.name(s)), distance: ip - s.value },
+        Some(s) => Verdict::Zero { nearest: Some(symbols.name(&s)), distance: ip - s.value },
         None => Verdict::Zero { nearest: None, distance: 0 },
     }
 }
@@ -203,9 +232,9 @@ mod tests {
     }
 
     /// A symbol whose name is looked up in `STRINGS`.
-    fn sym(section: u32, value: u64, index: u32, name: &'static str) -> LookupSymbol {
+    fn sym(section: u32, value: u64, name: &'static str) -> LookupSymbol {
         let at = STRINGS.windows(name.len() + 2).position(|w| w[0] == 0 && &w[1..=name.len()] == name.as_bytes() && w[name.len() + 1] == 0);
-        LookupSymbol { section, value, index, name: at.expect("name in STRINGS") as u32 + 1 }
+        LookupSymbol { section, value, name: at.expect("name in STRINGS") as u32 + 1 }
     }
 
     const STRINGS: &[u8] = b"\0a\0b\0c\0f\0g\0h\0first\0second\0end_label\0";
@@ -229,7 +258,7 @@ mod tests {
 
     #[test]
     fn boundary_is_inclusive_at_max_and_rejects_max_plus_one() {
-        let (s, l) = setup(vec![sym(1, 0x100, 5, "f")], vec![text(".text", 0x1000)]);
+        let (s, l) = setup(vec![sym(1, 0x100, "f")], vec![text(".text", 0x1000)]);
         assert_eq!(decide(&at(1, 0x104), &s, &l, 4), Verdict::Valid);
         assert_eq!(decide(&at(1, 0x105), &s, &l, 4), Verdict::Zero { nearest: Some(b"f"), distance: 5 });
         assert_eq!(decide(&at(1, 0x100), &s, &l, 0), Verdict::Valid);
@@ -241,7 +270,7 @@ mod tests {
     #[test]
     fn nearest_symbol_is_the_closest_below_not_the_first() {
         let (s, l) = setup(
-            vec![sym(1, 0x10, 3, "a"), sym(1, 0x80, 4, "b"), sym(1, 0x200, 9, "c")],
+            vec![sym(1, 0x10, "a"), sym(1, 0x80, "b"), sym(1, 0x200, "c")],
             vec![text(".text", 0x1000), text(".other", 0x100)],
         );
         assert_eq!(decide(&at(1, 0x84), &s, &l, 4), Verdict::Valid);
@@ -254,14 +283,14 @@ mod tests {
     fn first_section_of_a_region_has_nothing_before_it() {
         // A weak body at .text+0, where the region starts: the kernel finds
         // no symbol at all and prints __ftrace_invalid_address___0.
-        let (s, l) = setup(vec![sym(1, 0x10, 3, "f")], vec![text(".text", 0x100)]);
+        let (s, l) = setup(vec![sym(1, 0x10, "f")], vec![text(".text", 0x100)]);
         assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
     }
 
     #[test]
     fn near_the_start_of_a_section_that_follows_another_is_kept() {
         let (s, l) = setup(
-            vec![sym(1, 0x10, 3, "f"), sym(2, 0x40, 4, "g")],
+            vec![sym(1, 0x10, "f"), sym(2, 0x40, "g")],
             vec![text(".text", 0x100), text(".noinstr.text", 0x100)],
         );
         assert!(matches!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(r) if r.contains(".text precedes")));
@@ -275,10 +304,10 @@ mod tests {
     #[test]
     fn init_text_is_its_own_region_except_where_the_arch_merges_it() {
         let sections = vec![text(".text", 0x100), text(".init.text", 0x100)];
-        let (s, l) = setup(vec![sym(1, 0x10, 3, "f")], sections.clone());
+        let (s, l) = setup(vec![sym(1, 0x10, "f")], sections.clone());
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
         // ppc64 puts .init.text in core text, right after .text.
-        let index = SymbolIndex::new(vec![sym(1, 0x10, 3, "f")], STRINGS);
+        let index = SymbolIndex::new(vec![sym(1, 0x10, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let merged = Layout::new(&all, &index, |_| Region::Text);
@@ -288,7 +317,7 @@ mod tests {
     #[test]
     fn a_symbol_past_its_section_end_casts_doubt_on_what_follows() {
         let (s, l) = setup(
-            vec![sym(1, 0x200, 3, "end_label"), sym(2, 0x10, 4, "g")],
+            vec![sym(1, 0x200, "end_label"), sym(2, 0x10, "g")],
             vec![text(".text", 0x100), text(".text.other", 0x100)],
         );
         assert!(matches!(decide(&at(2, 0x80), &s, &l, 4), Verdict::Doubt(r) if r.contains("end_label")));
@@ -309,7 +338,7 @@ mod tests {
     fn ppc32_adjust_is_applied_before_the_lookup() {
         // With patchable entries the recorded location is one NOP before the
         // function and the kernel adds 8: the raw location would be invalid.
-        let (s, l) = setup(vec![sym(1, 0x24, 3, "f")], vec![text(".text", 0x100)]);
+        let (s, l) = setup(vec![sym(1, 0x24, "f")], vec![text(".text", 0x100)]);
         let (ips, count) = crate::arch::Adjust::Add(8).candidates(0x20, false);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
         let weak = crate::arch::Adjust::Add(8).candidates(0x60, false);
@@ -324,7 +353,7 @@ mod tests {
         // f at 0x30; location 0x20 holds the global-entry pair, so the kernel
         // may see 0x20 or 0x28. Neither is within 16 of f (f is after them).
         // g at 0x10: 0x20 is 16 past g (valid), 0x28 is 24 (invalid).
-        let (s, l) = setup(vec![sym(1, 0x10, 3, "g")], vec![text(".text", 0x100)]);
+        let (s, l) = setup(vec![sym(1, 0x10, "g")], vec![text(".text", 0x100)]);
         let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x20, true);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
         // 0x18 past g and 0x20 past g: both invalid, so it is zeroed.
@@ -334,7 +363,7 @@ mod tests {
             Verdict::Zero { nearest: Some(b"g"), distance: 0x18 }
         );
         // The +8 candidate alone can make an entry valid.
-        let (s2, l2) = setup(vec![sym(1, 0x30, 3, "h")], vec![text(".text", 0x100)]);
+        let (s2, l2) = setup(vec![sym(1, 0x30, "h")], vec![text(".text", 0x100)]);
         let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, true);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16), Verdict::Valid);
         // Without the pair there is no +8 candidate.
@@ -352,13 +381,37 @@ mod tests {
     }
 
     #[test]
+    fn galloping_from_the_last_answer_agrees_with_a_binary_search() {
+        // Deterministic pseudo-random symbols and queries, in and out of order.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let symbols: Vec<_> = (0..500).map(|_| sym((next() % 3) as u32 + 1, next() % 4096, "a")).collect();
+        let index = SymbolIndex::new(symbols, STRINGS);
+        let mut queries: Vec<(u32, u64)> = (0..2000).map(|_| ((next() % 4) as u32, next() % 5000)).collect();
+        for sorted in [false, true] {
+            if sorted {
+                queries.sort_unstable();
+            }
+            for &(section, offset) in &queries {
+                let q = key(section, offset, u32::MAX);
+                assert_eq!(index.count_at_most(q), index.keys.partition_point(|&k| k <= q), "{section} {offset}");
+            }
+        }
+    }
+
+    #[test]
     fn the_first_symbol_in_table_order_names_an_address() {
         // Symbols come in table order; several at one address.
         let (s, _) = setup(
-            vec![sym(1, 0x8, 1, "a"), sym(1, 0x10, 2, "first"), sym(1, 0x10, 7, "second"), sym(1, 0x10, 9, "c")],
+            vec![sym(1, 0x8, "a"), sym(1, 0x10, "first"), sym(1, 0x10, "second"), sym(1, 0x10, "c")],
             vec![text(".text", 0x100)],
         );
-        assert_eq!(s.name(s.at_or_below(1, 0x20).unwrap()), b"first");
-        assert_eq!(s.name(s.at_or_below(1, 0xf).unwrap()), b"a");
+        assert_eq!(s.name(&s.at_or_below(1, 0x20).unwrap()), b"first");
+        assert_eq!(s.name(&s.at_or_below(1, 0xf).unwrap()), b"a");
     }
 }

@@ -96,7 +96,6 @@ impl ElfInfo {
 pub struct LookupSymbol {
     pub section: u32,
     pub value: u64,
-    pub index: u32,
     /// Offset of the name in the string table: names are only cut out of
     /// it when they are printed, which keeps a pass over 55,000 symbols
     /// from searching for 55,000 NULs.
@@ -580,7 +579,7 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
             _ => continue,
         };
         if info.sections.get(section).is_some_and(Section::is_alloc_exec) {
-            out.push(LookupSymbol { section: section as u32, value: sym.st_value(endian).into(), index: index.0 as u32, name });
+            out.push(LookupSymbol { section: section as u32, value: sym.st_value(endian).into(), name });
         }
     }
     Ok((out, local_functions))

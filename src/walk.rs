@@ -66,6 +66,19 @@ pub fn parallel<T: Sync, R: Send>(
     work: impl Fn(&T) -> R + Sync,
     done: impl Fn(usize) + Sync,
 ) -> Vec<R> {
+    if jobs <= 1 || items.len() <= 1 {
+        // No thread to start for one file: Kbuild runs the tool once per
+        // module, and starting a thread costs more than some modules take.
+        return items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let r = work(item);
+                done(i + 1);
+                r
+            })
+            .collect();
+    }
     let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
