@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# scripts/bench.sh: the performance benchmark (`make bench`), issue 5.
+#
+# Measures zero-weak-mcount side by side with its baselines, on the same
+# files and the same (warm) page cache, and prints one table of ratios:
+#
+#   naive       the kernel's search (find_kallsyms_symbol(): every entry scans
+#               every symbol), same parsing and planning code   bench/src/bin/zwm-naive.rs
+#   read limit  touches exactly the bytes the tool must read     bench/src/bin/zwm-readlimit.rs
+#   cat         cat FILE > /dev/null
+#   xz -d       decompressing the tree (what packagers already pay for)
+#
+# Inputs: Debian sid amd64's modules (scripts/fetch-debian-kernel.sh),
+# decompressed once into $ZWM_BENCH_DIR/tree with signatures cut off; the
+# biggest modules one by one, the whole tree, and synthetic modules with
+# 10^3..10^6 symbols and entries. Every tool run uses --check, so each run
+# does the same work (nothing is written). Takes ~10 minutes on 2 cores.
+#
+# Environment:
+#   ZWM_BENCH_DIR     scratch folder (default /tmp/zwm-bench); results go to
+#                     $ZWM_BENCH_DIR/results/ (hyperfine JSON, logs, table.txt)
+#   ZWM_BENCH_SUITE   Debian suite (default sid), ZWM_BENCH_ARCH (default amd64)
+#   ZWM_BENCH_RUNS    hyperfine runs per command (default 20; tree: half)
+#   ZWM_BENCH_QUICK=1 fewer runs, no synthetic 10^6, no xz -P2 (smoke test)
+#   ZWM_BENCH_PROFILE=0  skip the callgrind profile
+#   ZWM_OFFLINE=1     passed to the fetch script: use the cached package lists
+#
+# Needs: hyperfine, /usr/bin/time (package time), xz, python3, cargo;
+# valgrind for the profile.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+SCRATCH=${ZWM_BENCH_DIR:-/tmp/zwm-bench}
+SUITE=${ZWM_BENCH_SUITE:-sid}
+DEBARCH=${ZWM_BENCH_ARCH:-amd64}
+QUICK=${ZWM_BENCH_QUICK:-0}
+RUNS=${ZWM_BENCH_RUNS:-20}
+[ "$QUICK" = 1 ] && RUNS=5
+TREE_RUNS=$(( RUNS / 2 > 3 ? RUNS / 2 : 3 ))
+BIG_MODULES=(amdgpu i915 xe xfs nouveau kvm)
+SYNTH_SIZES=(1000 10000 100000 1000000)
+[ "$QUICK" = 1 ] && SYNTH_SIZES=(1000 10000 100000)
+BATCH=64            # files per tool process in xargs mode
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+for t in hyperfine /usr/bin/time xz python3 cargo find xargs; do
+    command -v "$t" >/dev/null ||
+        die "$t not found (apt-get -o DPkg::Lock::Timeout=600 install hyperfine time xz-utils python3)"
+done
+
+RES=$SCRATCH/results
+mkdir -p "$SCRATCH" "$RES"
+rm -f "$RES"/*.json "$RES"/*.txt "$RES"/*.tsv
+
+# --- build ------------------------------------------------------------------
+log "building (cargo build --release, and bench/)"
+(cd "$REPO" && cargo build --release --quiet)
+(cd "$REPO/bench" && cargo build --release --quiet)
+TOOL=$REPO/target/release/zero-weak-mcount
+BB=$REPO/bench/target/release
+NAIVE=$BB/zwm-naive
+READLIMIT=$BB/zwm-readlimit
+PHASES=$BB/zwm-phases
+
+# --- inputs -----------------------------------------------------------------
+ROOT=$("$REPO/scripts/fetch-debian-kernel.sh" "$SUITE" "$DEBARCH")
+KVER=$(cat "$ROOT/../kver")
+MODDIR=
+for d in "$ROOT/usr/lib/modules/$KVER" "$ROOT/lib/modules/$KVER"; do
+    [ -d "$d" ] && MODDIR=$d && break
+done
+[ -n "$MODDIR" ] || die "no module tree under $ROOT"
+TREE=$SCRATCH/tree
+STAMP="$KVER $(find "$MODDIR" -name '*.ko*' | wc -l)"
+if [ "$(cat "$TREE/.stamp" 2>/dev/null)" != "$STAMP" ]; then
+    log "decompressing $MODDIR into $TREE (signatures cut off)"
+    rm -rf "$TREE"
+    mkdir -p "$TREE"
+    (cd "$MODDIR" && find . -name '*.ko.xz' -print0 |
+        xargs -0 -n 64 -P "$(nproc)" sh -c 'for f; do o="$0/${f%.xz}"; mkdir -p "${o%/*}"; xz -dc "$f" > "$o"; done' "$TREE")
+    (cd "$MODDIR" && find . -name '*.ko' -exec cp --parents -t "$TREE" {} +)
+    find "$TREE" -name '*.ko' -print0 | xargs -0 "$BB/zwm-unsign"
+    echo "$STAMP" > "$TREE/.stamp"
+fi
+NMOD=$(find "$TREE" -name '*.ko' | wc -l)
+log "$NMOD modules of $KVER in $TREE"
+BIG=()
+for m in "${BIG_MODULES[@]}"; do
+    f=$(find "$TREE" -name "$m.ko" | sed -n 1p)
+    [ -n "$f" ] && BIG+=("$f") || log "warning: no $m.ko in $KVER"
+done
+SMALL=$(find "$TREE" -name '*.ko' -printf '%s %p\n' | sort -n | sed -n 1p | cut -d' ' -f2-)
+
+# Warm the page cache for everything measured.
+find "$TREE" -name '*.ko' -print0 | xargs -0 cat > /dev/null
+find "$MODDIR" -name '*.ko.xz' -print0 | xargs -0 cat > /dev/null
+
+HF=(hyperfine --style basic --ignore-failure)
+
+# --- 1. the biggest modules, one by one -------------------------------------
+for f in "${BIG[@]}"; do
+    m=$(basename "$f" .ko)
+    log "module $m: tool, read limit, cat"
+    "$READLIMIT" -v "$f" | cut -f2,3 > "$RES/bytes.$m.txt"
+    "${HF[@]}" -N --warmup 3 --runs "$RUNS" --export-json "$RES/mod.$m.json" \
+        -n tool "$TOOL --check $f" \
+        -n readlimit "$READLIMIT $f" \
+        -n readlimit-text "$READLIMIT --text $f" \
+        -n cat "cat $f" >&2
+    log "module $m: naive (3 runs)"
+    "${HF[@]}" -N --warmup 0 --runs 3 --export-json "$RES/naive.$m.json" -n naive "$NAIVE $f" >&2
+done
+
+# --- 2. phases, in process --------------------------------------------------
+log "phases (in process, median of 11 passes; naive capped at 5 s and extrapolated)"
+"$PHASES" --reps 11 --naive-budget 5 "${BIG[@]}" > "$RES/phases.tsv"
+
+# --- 3. peak RSS ------------------------------------------------------------
+rss() {  # median of 3 max-RSS readings (KiB) of a command
+    for _ in 1 2 3; do
+        /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -n1
+    done | sort -n | sed -n 2p
+}
+AMDGPU=$(printf '%s\n' "${BIG[@]}" | grep '/amdgpu\.ko$' || true)
+if [ -n "$AMDGPU" ]; then
+    log "peak RSS"
+    {
+        printf 'tool\t%s\n' "$(rss "$TOOL" --check "$AMDGPU")"
+        printf 'tool-small\t%s\n' "$(rss "$TOOL" --check "$SMALL")"
+        printf 'readlimit\t%s\n' "$(rss "$READLIMIT" "$AMDGPU")"
+        printf 'readlimit-text\t%s\n' "$(rss "$READLIMIT" --text "$AMDGPU")"
+        printf 'readlimit-small\t%s\n' "$(rss "$READLIMIT" "$SMALL")"
+        printf 'cat\t%s\n' "$(rss cat "$AMDGPU")"
+        printf 'small-file\t%s\n' "$SMALL"
+    } > "$RES/rss.amdgpu.tsv"
+fi
+
+# --- 4. the whole tree ------------------------------------------------------
+# Tree mode (`zero-weak-mcount --check -j N DIR`) when the binary has it;
+# until then the file-mode binary over find | xargs -P N. One line to switch:
+if "$TOOL" --help 2>&1 | grep -qE -- '(^|[[:space:],])-j[ ,]'; then TREE_NATIVE=1; else TREE_NATIVE=0; fi
+tree_tool() {  # $1 = jobs
+    if [ "$TREE_NATIVE" = 1 ]; then
+        echo "$TOOL --check -j $1 $TREE"
+    else
+        echo "find $TREE -name '*.ko' -print0 | xargs -0 -n $BATCH -P $1 $TOOL --check"
+    fi
+}
+over_tree() {  # $1 = jobs, rest = command taking files
+    local j=$1; shift
+    echo "find $TREE -name '*.ko' -print0 | xargs -0 -n $BATCH -P $j $*"
+}
+echo "$TREE_NATIVE" > "$RES/tree-mode.txt"
+log "tree: $NMOD modules, tool -j1/-j2 ($([ "$TREE_NATIVE" = 1 ] && echo 'tree mode' || echo 'xargs -P, tree mode not in the binary yet')), read limit, cat"
+"${HF[@]}" --warmup 2 --runs "$TREE_RUNS" --export-json "$RES/tree.json" \
+    -n tool-j1 "$(tree_tool 1)" \
+    -n tool-j2 "$(tree_tool 2)" \
+    -n readlimit-j1 "$(over_tree 1 "$READLIMIT")" \
+    -n cat-j1 "$(over_tree 1 cat)" \
+    -n cat-j2 "$(over_tree 2 cat)" >&2
+log "tree: xz -d of the .ko.xz files (the packager's step)"
+XZ_CMDS=(-n xz-d-j1 "find $MODDIR -name '*.ko.xz' -print0 | xargs -0 -n $BATCH -P 1 xz -dc")
+[ "$QUICK" = 1 ] || XZ_CMDS+=(-n xz-d-j2 "find $MODDIR -name '*.ko.xz' -print0 | xargs -0 -n $BATCH -P 2 xz -dc")
+"${HF[@]}" --warmup 0 --runs 3 --export-json "$RES/tree-xz.json" "${XZ_CMDS[@]}" >&2
+du -sb "$TREE" | cut -f1 > "$RES/tree-bytes.txt"
+"$PHASES" --reps 5 --walk "$TREE" > "$RES/tree-walk.txt"   # the serial part of tree mode
+find "$TREE" -name '*.ko' -print0 | xargs -0 "$READLIMIT" -v | awk '{b+=$2} END {print b}' > "$RES/tree-readbytes.txt"
+
+# --- 5. synthetic scaling ---------------------------------------------------
+SYN=$SCRATCH/synth
+mkdir -p "$SYN"
+SYNFILES=()
+for n in "${SYNTH_SIZES[@]}"; do
+    [ -s "$SYN/synth-$n.ko" ] || "$BB/zwm-synth" "$n" "$SYN/synth-$n.ko"
+    SYNFILES+=("$SYN/synth-$n.ko")
+done
+log "synthetic scaling: ${SYNTH_SIZES[*]} (naive capped at 3 s and extrapolated)"
+"$PHASES" --reps 5 --naive-budget 3 "${SYNFILES[@]}" > "$RES/synth-phases.tsv"
+SYN_HF=()
+for f in "${SYNFILES[@]}"; do SYN_HF+=(-n "$(basename "$f" .ko)" "$TOOL --check $f"); done
+"${HF[@]}" -N --warmup 2 --runs 10 --export-json "$RES/synth-tool.json" "${SYN_HF[@]}" >&2
+
+# --- 6. profile -------------------------------------------------------------
+if [ "${ZWM_BENCH_PROFILE:-1}" = 1 ] && [ -n "$AMDGPU" ] && command -v valgrind >/dev/null; then
+    log "callgrind on amdgpu.ko (instruction counts)"
+    for what in tool readlimit; do
+        case $what in
+            tool) cmd=("$TOOL" --check "$AMDGPU");;
+            readlimit) cmd=("$READLIMIT" "$AMDGPU");;
+        esac
+        valgrind --tool=callgrind --callgrind-out-file="$RES/callgrind.$what.out" "${cmd[@]}" \
+            > /dev/null 2> "$RES/callgrind.$what.log" || true
+    done
+    callgrind_annotate --inclusive=yes "$RES/callgrind.tool.out" 2>/dev/null |
+        sed -E 's#/rustc/[0-9a-f]+/library/##; s#/root/.cargo/registry/src/[^/]+/##; s# \[[^]]*\]$##' |
+        grep -E 'zero_weak_mcount::|ipnsort|memchr|PROGRAM TOTALS' | head -n 25 > "$RES/callgrind.tool.top.txt" || true
+fi
+
+# --- report -----------------------------------------------------------------
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%MZ)   kernel: $KVER ($SUITE $DEBARCH), $NMOD modules"
+    echo "machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p' | sed -n 1p), $(free -g | awk '/^Mem:/{print $2}') GiB RAM, load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "tool: $TOOL ($("$TOOL" --version 2>/dev/null || echo '?'); source $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?'))"
+    python3 "$REPO/bench/report.py" "$RES"
+} | tee "$RES/table.txt"
