@@ -30,6 +30,8 @@
 # Exit status: 0 all cases passed and the negative control was detected,
 # 1 otherwise.
 set -uo pipefail
+# Builds run here must not inherit flags from an outer `make e2e`.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 E2E=$REPO/scripts/e2e

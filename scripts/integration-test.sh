@@ -26,6 +26,10 @@
 # Output: each suite prints "ok N - ..." lines with the evidence and the
 # final line is "integration: N passed, M failed".  Exit 0 only if all passed.
 set -euo pipefail
+# Run from `make check`, the outer make exports MAKEFLAGS and MAKELEVEL; the
+# Kbuild runs under test must see what a user's top-level make sees (no
+# "make[1]: Entering directory" lines, no inherited -j or -s).
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 
 log() { printf 'integration: %s\n' "$*" >&2; }
 die() { printf 'integration: error: %s\n' "$*" >&2; exit 1; }
