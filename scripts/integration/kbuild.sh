@@ -119,7 +119,7 @@ kmake second || { show "$W/second.err"; fail "second build failed"; }
 ok "second make with no change: no LD/ZWM line, tool not called (still 1 call), .ko sha256 and mtime unchanged"
 
 # 2d. touching a source relinks and reprocesses
-touch "$src/main.c"
+touch_later "$src/main.c"
 kmake touched || { show "$W/touched.err"; fail "build after touch failed"; }
 grep -qxF "  LD [M]  $ko" "$W/touched.out" && grep -qxF "  ZWM [M] $ko" "$W/touched.out" ||
 	{ show "$W/touched.out"; fail "touching main.c did not relink+reprocess"; }
@@ -129,7 +129,7 @@ cmp -s "$ko" "$W/by-hand.ko" || fail "relinked+reprocessed .ko differs from the 
 ok "touch main.c: CC, LD [M], ZWM [M]; tool called again (2 calls); same bytes as before"
 
 # 2e. V=1 shows the command, with -v; the tool's -v report goes to stderr
-touch "$src/weak.c"
+touch_later "$src/weak.c"
 kmake v1 V=1 || { show "$W/v1.err"; fail "V=1 build failed"; }
 grep -E 'zero-weak-mcount(/zero-weak-mcount)? -v --kconfig [^ ]*/include/config/auto.conf --section __mcount_loc '"$ko"'$' "$W/v1.out" >"$W/v1.cmd" ||
 	{ show "$W/v1.out"; fail "V=1 did not print the tool command with -v"; }
@@ -143,7 +143,7 @@ kmake v1again V=1 || fail "second V=1 build failed"
 ok "V=1 without a change relinks nothing (-v is not recorded in the link command)"
 
 # 2f. make -s: nothing on stdout, nothing of ours on stderr
-touch "$src/main.c"
+touch_later "$src/main.c"
 kmake silent -s || { show "$W/silent.err"; fail "make -s failed"; }
 [ ! -s "$W/silent.out" ] || { show "$W/silent.out"; fail "make -s printed on stdout"; }
 own_stderr "$W/silent.err" >"$W/silent.own"

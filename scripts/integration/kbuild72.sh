@@ -97,19 +97,19 @@ modfinal second || fail "7.2 second run failed"
 	{ show "$W/second.out"; fail "7.2: second run without changes did something"; }
 ok "7.2: second run with no change prints nothing and leaves the .ko (sha256, mtime) alone"
 
-touch "$m/zwm_test.o"
+touch_later "$m/zwm_test.o"
 modfinal touched || fail "7.2 run after touch failed"
 grep -qxF "  ZWM [M] $ko" "$W/touched.out" || fail "7.2: a newer zwm_test.o did not reprocess"
 expect_processed "$m/$ko" "7.2 after relink"
 
-touch "$m/zwm_test.o"
+touch_later "$m/zwm_test.o"
 quiet='' KBUILD_VERBOSE=1 modfinal v1 || fail "7.2 V=1 run failed"
 grep -qxF "# ZWM [M] $ko" "$W/v1.out" || { show "$W/v1.out"; fail "7.2 V=1: no '# ZWM [M]' label"; }
 grep -qE "zero-weak-mcount -v --kconfig [^ ]+ --section __mcount_loc $ko\$" "$W/v1.out" || { show "$W/v1.out"; fail "7.2 V=1: command with -v not shown"; }
 grep -q 'zeroed 2 of 8\|zeroed [0-9]* of [0-9]*' "$W/v1.err" || { show "$W/v1.err"; fail "7.2 V=1: no -v report from the tool"; }
 ok "7.2 V=1: '# ZWM [M] $ko' + the command with -v; the tool's report: $(grep -m1 -o 'zeroed .*' "$W/v1.err")"
 
-touch "$m/zwm_test.o"
+touch_later "$m/zwm_test.o"
 quiet=silent_ modfinal silent || fail "7.2 silent run failed"
 [ ! -s "$W/silent.out" ] && [ ! -s "$W/silent.err" ] || { show "$W/silent.out"; show "$W/silent.err"; fail "7.2 make -s printed something"; }
 expect_processed "$m/$ko" "7.2 silent relink"
@@ -129,7 +129,7 @@ printf '%s\n' "\$*" >>"$W/args.log"
 EOF
 chmod +x "$W/zwm-args"
 modfinal pfe1 ZERO_WEAK_MCOUNT="$W/zwm-args" KBUILD_CPPFLAGS="-D__KERNEL__ -DCC_USING_PATCHABLE_FUNCTION_ENTRY" || fail "PFE run (CPPFLAGS) failed"
-touch "$m/zwm_test.o" # same recorded command as pfe1: only a newer input reruns it
+touch_later "$m/zwm_test.o" # same recorded command as pfe1: only a newer input reruns it
 modfinal pfe2 ZERO_WEAK_MCOUNT="$W/zwm-args" KBUILD_CFLAGS="-O2 -DCC_USING_PATCHABLE_FUNCTION_ENTRY" || fail "PFE run (CFLAGS) failed"
 modfinal pfe3 ZERO_WEAK_MCOUNT="$W/zwm-args" || fail "non-PFE run failed"
 [ "$(grep -c -- '--section __patchable_function_entries' "$W/args.log")" = 2 ] &&

@@ -166,3 +166,11 @@ run_logged() {
 	shift 2
 	"$@" >"$out" 2>"$err"
 }
+
+# touch, after the clock has moved on: file times come from a coarse clock
+# (one jiffy, up to 10 ms), so a touch right after a build can give a source
+# the same mtime as the target it must be newer than, and make does nothing.
+touch_later() {
+	sleep 0.05
+	touch "$@"
+}
