@@ -3,8 +3,10 @@
 
 mod common;
 
+use common::{signed, Scratch};
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
@@ -18,27 +20,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("zwm-cli-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-    fn copy(&self, name: &str, data: &[u8]) -> PathBuf {
-        let p = self.0.join(name);
-        fs::write(&p, data).unwrap();
-        p
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -48,7 +29,7 @@ fn s(p: &Path) -> &str {
 fn bundled_module_loses_exactly_its_two_weak_entries() {
     let dir = Scratch::new("bundled");
     let original = fs::read(MODULE).unwrap();
-    let ko = dir.copy("zwm_test.ko", &original);
+    let ko = dir.file("zwm_test.ko", &original);
     let before = common::entries(&original, "__mcount_loc", 0);
     assert_eq!(before.len(), 8);
 
@@ -77,8 +58,8 @@ fn bundled_module_loses_exactly_its_two_weak_entries() {
 fn the_kernels_own_config_gives_the_same_answer_for_the_bundled_module() {
     // Debian bookworm's 6.1 build has IBT off: max offset 0.
     let dir = Scratch::new("kconfig");
-    let ko = dir.copy("m.ko", &fs::read(MODULE).unwrap());
-    let cfg = dir.copy("config", b"CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n# CONFIG_X86_KERNEL_IBT is not set\n");
+    let ko = dir.file("m.ko", &fs::read(MODULE).unwrap());
+    let cfg = dir.file("config", b"CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n# CONFIG_X86_KERNEL_IBT is not set\n");
     let out = tool(&["-v", "--kconfig", s(&cfg), s(&ko)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("zeroed 2 of 8 entries [x86_64, __mcount_loc, max offset 0"), "{}", stderr(&out));
@@ -88,7 +69,7 @@ fn the_kernels_own_config_gives_the_same_answer_for_the_bundled_module() {
 fn check_writes_nothing_and_reports_a_change_with_exit_1() {
     let dir = Scratch::new("check");
     let original = fs::read(MODULE).unwrap();
-    let ko = dir.copy("m.ko", &original);
+    let ko = dir.file("m.ko", &original);
     let out = tool(&["--check", s(&ko)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("would zero 2 of 8"), "{}", stderr(&out));
@@ -101,12 +82,12 @@ fn check_writes_nothing_and_reports_a_change_with_exit_1() {
 fn output_leaves_the_input_alone() {
     let dir = Scratch::new("output");
     let original = fs::read(MODULE).unwrap();
-    let ko = dir.copy("m.ko", &original);
+    let ko = dir.file("m.ko", &original);
     let out_path = dir.0.join("out.ko");
     let out = tool(&["-o", s(&out_path), s(&ko)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(fs::read(&ko).unwrap(), original);
-    let inplace = dir.copy("inplace.ko", &original);
+    let inplace = dir.file("inplace.ko", &original);
     assert!(tool(&[s(&inplace)]).status.success());
     assert_eq!(fs::read(&out_path).unwrap(), fs::read(&inplace).unwrap());
     // A pipe or device is written to, not chmod-ed or fsynced.
@@ -117,22 +98,13 @@ fn output_leaves_the_input_alone() {
     assert_eq!(tool(&["-o", s(&out_path), s(&ko), s(&inplace)]).status.code(), Some(2));
 }
 
-fn signed(data: &[u8]) -> Vec<u8> {
-    let sig = [0x30, 0x82, 0x01, 0x02, 0xaa, 0xbb];
-    let mut v = data.to_vec();
-    v.extend_from_slice(&sig);
-    v.extend_from_slice(&[0, 0, 2, 0, 0, 0, 0, 0]);
-    v.extend_from_slice(&(sig.len() as u32).to_be_bytes());
-    v.extend_from_slice(b"~Module signature appended~\n");
-    v
-}
 
 #[test]
 fn signed_modules_are_refused_unless_the_signature_is_dropped() {
     let dir = Scratch::new("signed");
     let original = fs::read(MODULE).unwrap();
     let data = signed(&original);
-    let ko = dir.copy("m.ko", &data);
+    let ko = dir.file("m.ko", &data);
 
     let out = tool(&[s(&ko)]);
     assert_eq!(out.status.code(), Some(1));
@@ -145,9 +117,9 @@ fn signed_modules_are_refused_unless_the_signature_is_dropped() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("would zero 2 of 8"), "{}", stderr(&out));
     assert_eq!(fs::read(&ko).unwrap(), data);
-    let processed = dir.copy("p.ko", &original);
+    let processed = dir.file("p.ko", &original);
     assert!(tool(&[s(&processed)]).status.success());
-    let processed_then_signed = dir.copy("done.ko", &signed(&fs::read(&processed).unwrap()));
+    let processed_then_signed = dir.file("done.ko", &signed(&fs::read(&processed).unwrap()));
     let out = tool(&["--check", s(&processed_then_signed)]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
@@ -159,7 +131,7 @@ fn signed_modules_are_refused_unless_the_signature_is_dropped() {
     let out = tool(&["--signed=strip", s(&ko)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("sign the module again"), "{}", stderr(&out));
-    let plain = dir.copy("plain.ko", &original);
+    let plain = dir.file("plain.ko", &original);
     assert!(tool(&[s(&plain)]).status.success());
     assert_eq!(fs::read(&ko).unwrap(), fs::read(&plain).unwrap());
 }
@@ -173,7 +145,7 @@ fn compressed_modules_are_skipped_refused_or_recompressed() {
     let dir = Scratch::new("xz");
     let original = fs::read(MODULE).unwrap();
     let packed = xz(&original);
-    let ko = dir.copy("m.ko.xz", &packed);
+    let ko = dir.file("m.ko.xz", &packed);
 
     let out = tool(&[s(&ko)]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -192,7 +164,7 @@ fn compressed_modules_are_skipped_refused_or_recompressed() {
     let out = tool(&["--compressed=recompress", "-v", s(&ko)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("zeroed 2 of 8"), "{}", stderr(&out));
-    let plain = dir.copy("plain.ko", &original);
+    let plain = dir.file("plain.ko", &original);
     assert!(tool(&[s(&plain)]).status.success());
     let recompressed = fs::read(&ko).unwrap();
     assert_eq!(recompressed, xz(&fs::read(&plain).unwrap()), "same bytes as compressing the processed module");
@@ -205,7 +177,7 @@ fn compressed_modules_are_skipped_refused_or_recompressed() {
 fn signed_compressed_payloads_follow_the_signature_policy() {
     let dir = Scratch::new("xzsigned");
     let packed = xz(&signed(&fs::read(MODULE).unwrap()));
-    let ko = dir.copy("m.ko.xz", &packed);
+    let ko = dir.file("m.ko.xz", &packed);
     let out = tool(&["--compressed=recompress", s(&ko)]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("module is signed"), "{}", stderr(&out));
@@ -220,11 +192,11 @@ fn tree_mode_walks_sorted_keeps_metadata_and_does_not_depend_on_jobs() {
         let dir = Scratch::new(name);
         fs::create_dir_all(dir.0.join("kernel/drivers")).unwrap();
         for i in 0..12 {
-            dir.copy(&format!("kernel/drivers/m{i:02}.ko"), &original);
+            dir.file(&format!("kernel/drivers/m{i:02}.ko"), &original);
         }
-        dir.copy("kernel/packed.ko.xz", &xz(&original));
-        dir.copy("kernel/signed.ko", &signed(&original));
-        dir.copy("kernel/garbage.ko", b"garbage");
+        dir.file("kernel/packed.ko.xz", &xz(&original));
+        dir.file("kernel/signed.ko", &signed(&original));
+        dir.file("kernel/garbage.ko", b"garbage");
         std::os::unix::fs::symlink(dir.0.join("kernel/drivers/m00.ko"), dir.0.join("kernel/link.ko")).unwrap();
         let m = dir.0.join("kernel/drivers/m03.ko");
         fs::set_permissions(&m, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
@@ -259,8 +231,8 @@ fn tree_mode_atomic_gives_the_same_bytes() {
     let original = fs::read(MODULE).unwrap();
     let dir = Scratch::new("atomic");
     fs::create_dir_all(dir.0.join("k")).unwrap();
-    let a = dir.copy("k/a.ko", &original);
-    let b = dir.copy("plain.ko", &original);
+    let a = dir.file("k/a.ko", &original);
+    let b = dir.file("plain.ko", &original);
     let out = tool(&["--atomic", "--tree", s(&dir.0.join("k"))]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(tool(&[s(&b)]).status.success());
@@ -272,8 +244,8 @@ fn tree_mode_atomic_gives_the_same_bytes() {
 #[test]
 fn errors_name_the_file_and_other_files_still_get_processed() {
     let dir = Scratch::new("many");
-    let good = dir.copy("good.ko", &fs::read(MODULE).unwrap());
-    let bad = dir.copy("bad.ko", b"not an elf file at all");
+    let good = dir.file("good.ko", &fs::read(MODULE).unwrap());
+    let bad = dir.file("bad.ko", b"not an elf file at all");
     let out = tool(&[s(&bad), s(&good)]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);

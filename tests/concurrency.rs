@@ -10,62 +10,19 @@
 
 mod common;
 
+use common::{big_module, Scratch};
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use object::write::{Object, Relocation, Symbol, SymbolSection};
-use object::{elf, Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 use zero_weak_mcount::process::{analyze, Options};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const ROUNDS: usize = 25;
 
-/// An x86_64 module with `n` 16-byte functions, each with a callsite
-/// entry; every 7th has no symbol, so its entry is zeroed. Large enough
-/// that a run takes tens of milliseconds, so runs started together overlap.
-fn big_module(n: usize) -> Vec<u8> {
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
-    obj.set_section_data(text, vec![0x90u8; n * 16], 16);
-    for i in (0..n).filter(|i| i % 7 != 3) {
-        obj.add_symbol(Symbol {
-            name: format!("f{i}").into_bytes(),
-            value: i as u64 * 16,
-            size: 16,
-            kind: SymbolKind::Text,
-            scope: SymbolScope::Compilation,
-            weak: false,
-            section: SymbolSection::Section(text),
-            flags: SymbolFlags::None,
-        });
-    }
-    let cs = obj.add_section(Vec::new(), b"__mcount_loc".to_vec(), SectionKind::ReadOnlyData);
-    obj.set_section_data(cs, vec![0u8; n * 8], 8);
-    let sym = obj.section_symbol(text);
-    for i in 0..n {
-        let flags = RelocationFlags::Elf { r_type: elf::R_X86_64_64 };
-        obj.add_relocation(cs, Relocation { offset: i as u64 * 8, symbol: sym, addend: i as i64 * 16, flags }).unwrap();
-    }
-    let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
-    obj.set_section_data(modinfo, format!("vermagic={}\0", common::VERMAGIC).into_bytes(), 1);
-    obj.write().unwrap()
-}
 
-struct Scratch(PathBuf);
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("zwm-concurrency-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
-}
 
 fn spawn(args: &[&str], path: &Path) -> Child {
     Command::new(BIN).arg("-v").args(args).arg(path).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
@@ -74,7 +31,7 @@ fn spawn(args: &[&str], path: &Path) -> Child {
 /// Start one run per entry of `modes` on the same file at once, many
 /// rounds over; check that exactly one of them zeroed anything.
 fn race(name: &str, modes: &[&[&str]]) {
-    let dir = scratch(name);
+    let dir = Scratch::new(name);
     let original = big_module(8_000);
     let expected = analyze(&original, &Options::default()).unwrap().plan.apply_to(&original);
     let path = dir.0.join("m.ko");
@@ -120,7 +77,7 @@ fn four_runs_in_both_modes_process_the_file_once() {
 /// with the full counts either way, never an error or a partial count.
 #[test]
 fn check_next_to_a_writer_sees_before_or_after() {
-    let dir = scratch("check");
+    let dir = Scratch::new("check");
     let n = 8_000;
     let original = big_module(n);
     let zeroed = analyze(&original, &Options::default()).unwrap();

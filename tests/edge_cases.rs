@@ -5,9 +5,11 @@
 
 mod common;
 
+use common::{signed, Scratch};
+
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,37 +26,6 @@ use zero_weak_mcount::process::{analyze, process_file, Options};
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
 
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        // Unique per call: tests run in parallel and reuse names.
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("zwm-edge-{name}-{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-    fn file(&self, name: &str, data: &[u8]) -> PathBuf {
-        let p = self.0.join(name);
-        fs::write(&p, data).unwrap();
-        p
-    }
-    /// Names in the directory, sorted (to spot leftover temporary files).
-    fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> =
-            fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        v.sort();
-        v
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Run a command, failing the test if it takes longer than `limit`.
 fn run_for(cmd: &mut Command, limit: Duration) -> Output {
@@ -618,15 +589,6 @@ fn huge_declared_counts_and_sizes_are_refused_quickly() {
 
 // --- Signatures and -o ----------------------------------------------------------
 
-fn signed(data: &[u8]) -> Vec<u8> {
-    let sig = [0x30, 0x82, 0x01, 0x02, 0xaa, 0xbb];
-    let mut v = data.to_vec();
-    v.extend_from_slice(&sig);
-    v.extend_from_slice(&[0, 0, 2, 0, 0, 0, 0, 0]);
-    v.extend_from_slice(&(sig.len() as u32).to_be_bytes());
-    v.extend_from_slice(zero_weak_mcount::signature::MARKER);
-    v
-}
 
 /// Run `args` + the file on a copy of `data` named `name`; the file must
 /// be byte-identical afterwards, `-o` (if given, as `OUT`) absent or an

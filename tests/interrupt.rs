@@ -8,13 +8,13 @@
 
 mod common;
 
+use common::big_module;
+
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use object::write::{Object, Relocation, Symbol, SymbolSection};
-use object::{elf, Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 use zero_weak_mcount::process::{analyze, Options};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
@@ -27,70 +27,8 @@ fn knob(name: &str, default: usize) -> usize {
 }
 const SEED: u64 = 0x6b11_1ed0_0000_0006;
 
-struct Rng(u64);
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
 
-/// An x86_64 module with `n` functions of 16 bytes, each with a callsite
-/// entry; every 7th has lost its symbol (an overridden weak body), so its
-/// entry is zeroed. `n` = 100,000 gives a file of about 7 MB.
-fn big_module(n: usize) -> Vec<u8> {
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    obj.add_file_symbol(b"big.c".to_vec());
-    let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
-    obj.set_section_data(text, vec![0x90u8; n * 16], 16);
-    for i in 0..n {
-        if i % 7 == 3 {
-            continue;
-        }
-        obj.add_symbol(Symbol {
-            name: format!("f{i}").into_bytes(),
-            value: i as u64 * 16,
-            size: 16,
-            kind: SymbolKind::Text,
-            scope: if i % 2 == 0 { SymbolScope::Compilation } else { SymbolScope::Linkage },
-            weak: false,
-            section: SymbolSection::Section(text),
-            flags: SymbolFlags::None,
-        });
-    }
-    let cs = obj.add_section(Vec::new(), b"__mcount_loc".to_vec(), SectionKind::ReadOnlyData);
-    obj.set_section_data(cs, vec![0u8; n * 8], 8);
-    let sym = obj.section_symbol(text);
-    for i in 0..n {
-        obj.add_relocation(
-            cs,
-            Relocation {
-                offset: i as u64 * 8,
-                symbol: sym,
-                // 4 bytes in: past the symbol, within the widest max offset.
-                addend: i as i64 * 16 + 4,
-                flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 },
-            },
-        )
-        .unwrap();
-    }
-    let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
-    obj.set_section_data(modinfo, format!("license=GPL\0vermagic={}\0", common::VERMAGIC).into_bytes(), 1);
-    obj.write().unwrap()
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 /// One module file of the test: its path and which kind of module it is.
 struct Module {
@@ -100,7 +38,7 @@ struct Module {
 
 #[test]
 fn sigkill_during_atomic_runs_leaves_each_file_whole() {
-    let dir = Scratch(std::env::temp_dir().join(format!("zwm-interrupt-{}", std::process::id())));
+    let dir = common::Scratch::new("interrupt");
     let _ = fs::remove_dir_all(&dir.0);
     fs::create_dir_all(&dir.0).unwrap();
 
@@ -146,7 +84,7 @@ fn sigkill_during_atomic_runs_leaves_each_file_whole() {
         fs::write(&m.path, &kinds[m.kind].0).unwrap();
     }
 
-    let mut rng = Rng(SEED);
+    let mut rng = common::Rng::new(SEED);
     let span = (full.as_micros() as u64 * 11 / 10).max(1);
     let (mut original, mut processed, mut finished) = (0usize, 0usize, 0usize);
     let mut temps = std::collections::HashSet::new();

@@ -18,9 +18,10 @@
 
 mod common;
 
+use common::{signed, Rng, Scratch};
+
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::standard;
@@ -39,40 +40,10 @@ const CLI_EVERY: usize = 50;
 const SEED: u64 = 0x5eed_0006_2bad_f00d;
 
 /// xorshift64*: tiny, deterministic, good enough to pick mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.max(1))
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
 
 // ---------------------------------------------------------------------------
 // The inputs, and where their fields are.
 
-fn signed(data: &[u8]) -> Vec<u8> {
-    let sig = [0x30, 0x82, 0x01, 0x02, 0xaa, 0xbb];
-    let mut v = data.to_vec();
-    v.extend_from_slice(&sig);
-    v.extend_from_slice(&[0, 0, 2, 0, 0, 0, 0, 0]);
-    v.extend_from_slice(&(sig.len() as u32).to_be_bytes());
-    v.extend_from_slice(signature::MARKER);
-    v
-}
 
 /// The field layout of one (valid) base module, read once.
 struct Base {
@@ -671,22 +642,6 @@ fn by_kind(failures: &[String]) -> String {
     kinds.iter().map(|(_, n, f)| format!("{n:6} x {f}")).collect::<Vec<_>>().join("\n")
 }
 
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("zwm-mutation-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The binary on a file holding `data`: refused leaves it byte-identical,
 /// accepted leaves exactly the library's output.

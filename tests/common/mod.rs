@@ -2,6 +2,9 @@
 //! reader (object's generic `read` API, not our ELF layer) to check results.
 #![allow(dead_code)]
 
+use std::fs;
+use std::path::PathBuf;
+
 use object::write::{Object, Relocation, SectionId, Symbol, SymbolSection};
 use object::{
     Architecture, BinaryFormat, Endianness, FileFlags, Object as _, ObjectSection as _, ObjectSymbol as _,
@@ -199,3 +202,118 @@ pub fn assert_differs_only_in(a: &[u8], b: &[u8], ranges: &[(usize, usize)]) {
     }
 }
 
+
+/// A scratch directory, unique per call (tests run in parallel and reuse
+/// names), removed when dropped.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("zwm-test-{name}-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    /// Write `data` to `name` in the directory.
+    pub fn file(&self, name: &str, data: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        fs::write(&p, data).unwrap();
+        p
+    }
+
+    /// Names in the directory, sorted (to spot leftover temporary files).
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> =
+            fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `data` with an appended module signature, as `scripts/sign-file` writes
+/// it: PKCS#7 blob, `struct module_signature`, marker.
+pub fn signed(data: &[u8]) -> Vec<u8> {
+    let sig = [0x30, 0x82, 0x01, 0x02, 0xaa, 0xbb];
+    let mut v = data.to_vec();
+    v.extend_from_slice(&sig);
+    v.extend_from_slice(&[0, 0, 2, 0, 0, 0, 0, 0]);
+    v.extend_from_slice(&(sig.len() as u32).to_be_bytes());
+    v.extend_from_slice(b"~Module signature appended~\n");
+    v
+}
+
+/// A small deterministic PRNG (xorshift*), so seeded tests repeat exactly.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+/// An x86_64 module with `n` functions of 16 bytes, each with a callsite
+/// entry; every 7th has lost its symbol (an overridden weak body), so its
+/// entry is zeroed. `n` = 100,000 gives a file of about 7 MB.
+pub fn big_module(n: usize) -> Vec<u8> {
+    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    obj.add_file_symbol(b"big.c".to_vec());
+    let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
+    obj.set_section_data(text, vec![0x90u8; n * 16], 16);
+    for i in 0..n {
+        if i % 7 == 3 {
+            continue;
+        }
+        obj.add_symbol(Symbol {
+            name: format!("f{i}").into_bytes(),
+            value: i as u64 * 16,
+            size: 16,
+            kind: SymbolKind::Text,
+            scope: if i % 2 == 0 { SymbolScope::Compilation } else { SymbolScope::Linkage },
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        });
+    }
+    let cs = obj.add_section(Vec::new(), b"__mcount_loc".to_vec(), SectionKind::ReadOnlyData);
+    obj.set_section_data(cs, vec![0u8; n * 8], 8);
+    let sym = obj.section_symbol(text);
+    for i in 0..n {
+        obj.add_relocation(
+            cs,
+            Relocation {
+                offset: i as u64 * 8,
+                symbol: sym,
+                // 4 bytes in: past the symbol, within the widest max offset.
+                addend: i as i64 * 16 + 4,
+                flags: RelocationFlags::Elf { r_type: object::elf::R_X86_64_64 },
+            },
+        )
+        .unwrap();
+    }
+    let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
+    obj.set_section_data(modinfo, format!("license=GPL\0vermagic={}\0", VERMAGIC).into_bytes(), 1);
+    obj.write().unwrap()
+}
