@@ -232,7 +232,9 @@ pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> R
                         "ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET".into(),
                     ));
                 }
-                None if has(PATCHABLE) => rule(
+                // No table at all (a module with no traced code) is
+                // nothing to do either way; say so as "no table".
+                None if has(PATCHABLE) || !has(MCOUNT_LOC) => rule(
                     PATCHABLE,
                     true,
                     abs,
