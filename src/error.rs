@@ -34,6 +34,11 @@ pub enum Error {
     Config(String),
     #[error("{0}")]
     Usage(String),
+    #[error(
+        "has {0} hard links: renaming a new file over it would leave the other names with the old bytes \
+         (process it without --atomic; compressed modules are always replaced, so unlink the extra names first)"
+    )]
+    HardLinks(u64),
     #[error("warning treated as an error (--fatal-warnings): {0}")]
     FatalWarning(String),
 }

@@ -436,6 +436,10 @@ fn replace_target(path: &Path) -> Result<PathBuf, Error> {
 /// only a lock holder writes a temporary file for this path, so any other
 /// `.NAME.zwm-*.tmp` is what a killed run left behind: remove it.
 fn replace_atomically(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) -> Result<(), Error> {
+    let links = like.metadata()?.nlink();
+    if links > 1 {
+        return Err(Error::HardLinks(links));
+    }
     let dest = replace_target(path)?;
     let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let stale = format!(".{name}.zwm-");

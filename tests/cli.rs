@@ -242,6 +242,22 @@ fn tree_mode_atomic_gives_the_same_bytes() {
 }
 
 #[test]
+fn atomic_refuses_to_split_hard_links() {
+    let original = fs::read(MODULE).unwrap();
+    let dir = Scratch::new("hardlinks");
+    let a = dir.file("a.ko", &original);
+    fs::hard_link(&a, dir.0.join("b.ko")).unwrap();
+    let out = tool(&["--atomic", s(&a)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("has 2 hard links"), "{}", stderr(&out));
+    assert_eq!(fs::read(&a).unwrap(), original);
+    // In place, both names see the result.
+    assert!(tool(&[s(&a)]).status.success());
+    assert_eq!(fs::read(dir.0.join("b.ko")).unwrap(), fs::read(&a).unwrap());
+    assert_ne!(fs::read(&a).unwrap(), original);
+}
+
+#[test]
 fn errors_name_the_file_and_other_files_still_get_processed() {
     let dir = Scratch::new("many");
     let good = dir.file("good.ko", &fs::read(MODULE).unwrap());
