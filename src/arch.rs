@@ -273,8 +273,8 @@ pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> R
         _ => unreachable!("config_arch_symbol covers exactly these"),
     };
 
-    if let Some(section) = &over.section {
-        if section != rule.section {
+    if let Some(section) = &over.section
+        && section != rule.section {
             let known = config.is_some() || !arch.starts_with("ppc");
             if known || (section != MCOUNT_LOC && section != PATCHABLE) {
                 return Err(Error::Usage(format!(
@@ -292,7 +292,6 @@ pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> R
             }
             rule.section = PATCHABLE;
         }
-    }
     if let Some(max) = over.max_offset {
         rule.max_offset = max;
         rule.basis = "--max-offset".into();

@@ -228,7 +228,7 @@ fn malformed(what: impl std::fmt::Display) -> Error {
 
 fn header<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<(&Elf, Endianness), Error> {
     let header = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
-    let endian = header.endian().map_err(|e| malformed(e))?;
+    let endian = header.endian().map_err(malformed)?;
     Ok((header, endian))
 }
 
@@ -278,14 +278,13 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
             info: sh.sh_info(endian),
             entsize: sh.sh_entsize(endian).into(),
         };
-        if let Some((start, _)) = s.file_range() {
-            if start > file_len || s.size > file_len - start {
+        if let Some((start, _)) = s.file_range()
+            && (start > file_len || s.size > file_len - start) {
                 return Err(malformed(format!(
                     "section {} ({}) at {start:#x}+{:#x} runs past the end of the file ({file_len:#x} bytes)",
                     index.0, s.name, s.size
                 )));
             }
-        }
         out.push(s);
     }
     let shoff: u64 = header.e_shoff(endian).into();
@@ -328,7 +327,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     if cs.sh_type == elf::SHT_NOBITS {
         return Err(malformed(format!("{} has no file data (SHT_NOBITS)", cs.name)));
     }
-    if cs.size % word != 0 {
+    if !cs.size.is_multiple_of(word) {
         return Err(malformed(format!(
             "{} is {:#x} bytes, not a whole number of {word}-byte words",
             cs.name, cs.size
@@ -382,7 +381,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
             rs.name, rs.entsize
         )));
     }
-    if rs.size % entsize != 0 {
+    if !rs.size.is_multiple_of(entsize) {
         return Err(malformed(format!(
             "{} is {:#x} bytes, not a whole number of {entsize}-byte entries",
             rs.name, rs.size

@@ -332,11 +332,10 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
         return compressed(path, output, opts, &file, &map, format);
     }
     let analysis = analyze(&map, opts)?;
-    if opts.fatal_warnings {
-        if let Some(w) = analysis.warnings.first() {
+    if opts.fatal_warnings
+        && let Some(w) = analysis.warnings.first() {
             return Err(Error::FatalWarning(w.clone()));
         }
-    }
     if opts.check || analysis.plan.is_empty() {
         copy_unchanged(output, opts, &map)?;
         return Ok(FileReport { path: path.to_path_buf(), analysis });
@@ -382,11 +381,10 @@ fn compressed(
     }
     let payload = compress::decompress(format, data)?;
     let analysis = analyze(&payload, opts)?;
-    if opts.fatal_warnings {
-        if let Some(w) = analysis.warnings.first() {
+    if opts.fatal_warnings
+        && let Some(w) = analysis.warnings.first() {
             return Err(Error::FatalWarning(w.clone()));
         }
-    }
     if opts.check || analysis.plan.is_empty() {
         copy_unchanged(output, opts, data)?;
         return report(analysis);
@@ -466,7 +464,7 @@ fn replace_atomically(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) 
 /// bytes away (SIGBUS).
 fn copy_unchanged(output: Option<&Path>, opts: &Options, data: &[u8]) -> Result<(), Error> {
     match output {
-        Some(out) if !opts.check => write_output(out, &data.to_vec()),
+        Some(out) if !opts.check => write_output(out, data),
         _ => Ok(()),
     }
 }

@@ -39,11 +39,8 @@ const CASES: usize = 10_000;
 const CLI_EVERY: usize = 50;
 const SEED: u64 = 0x5eed_0006_2bad_f00d;
 
-/// xorshift64*: tiny, deterministic, good enough to pick mutations.
-
 // ---------------------------------------------------------------------------
 // The inputs, and where their fields are.
-
 
 /// The field layout of one (valid) base module, read once.
 struct Base {
