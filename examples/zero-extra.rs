@@ -5,7 +5,7 @@
 //!     cargo run --release --example zero-extra -- IN OUT
 
 use zero_weak_mcount::arch::{self, Overrides, Scope};
-use zero_weak_mcount::decide::{decide, Layout, SymbolIndex, Verdict};
+use zero_weak_mcount::decide::{Layout, SymbolIndex, Verdict, decide};
 use zero_weak_mcount::elf;
 use zero_weak_mcount::plan::Plan;
 use zero_weak_mcount::process::input_for;

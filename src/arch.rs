@@ -143,7 +143,9 @@ fn config_arch_symbol(arch: &str) -> Option<&'static str> {
 pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> Result<Scope, Error> {
     let arch = match arch_of(info) {
         Ok(a) => a,
-        Err(what) => return Ok(Scope::Skip(format!("{what}: not an architecture whose kernel checks ftrace callsites"))),
+        Err(what) => {
+            return Ok(Scope::Skip(format!("{what}: not an architecture whose kernel checks ftrace callsites")));
+        }
     };
     let Some(cfg_symbol) = config_arch_symbol(arch) else {
         return Ok(Scope::Skip(format!(
@@ -204,7 +206,14 @@ pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> R
                 Some(_) => 0,
                 None => 4,
             };
-            rule(MCOUNT_LOC, true, elf::R_X86_64_64, max, Adjust::Identity, format!("IBT {}", if config.is_some() { "from --kconfig" } else { "assumed: no --kconfig" }))
+            rule(
+                MCOUNT_LOC,
+                true,
+                elf::R_X86_64_64,
+                max,
+                Adjust::Identity,
+                format!("IBT {}", if config.is_some() { "from --kconfig" } else { "assumed: no --kconfig" }),
+            )
         }
         // IBT is x86_64-only, so ENDBR_INSN_SIZE is 0 on every i386 config.
         "i386" => rule(MCOUNT_LOC, false, elf::R_386_32, 0, Adjust::Identity, "i386".into()),
@@ -274,24 +283,24 @@ pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> R
     };
 
     if let Some(section) = &over.section
-        && section != rule.section {
-            let known = config.is_some() || !arch.starts_with("ppc");
-            if known || (section != MCOUNT_LOC && section != PATCHABLE) {
-                return Err(Error::Usage(format!(
-                    "--section {section}: the {arch} kernel{} reads {}",
-                    if config.is_some() { " of this config" } else { "" },
-                    rule.section
-                )));
-            }
-            // ppc without a config: the caller knows which table the build uses.
-            if section == MCOUNT_LOC {
-                return Ok(Scope::Skip(
-                    "ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig"
-                        .into(),
-                ));
-            }
-            rule.section = PATCHABLE;
+        && section != rule.section
+    {
+        let known = config.is_some() || !arch.starts_with("ppc");
+        if known || (section != MCOUNT_LOC && section != PATCHABLE) {
+            return Err(Error::Usage(format!(
+                "--section {section}: the {arch} kernel{} reads {}",
+                if config.is_some() { " of this config" } else { "" },
+                rule.section
+            )));
         }
+        // ppc without a config: the caller knows which table the build uses.
+        if section == MCOUNT_LOC {
+            return Ok(Scope::Skip(
+                "ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig".into(),
+            ));
+        }
+        rule.section = PATCHABLE;
+    }
     if let Some(max) = over.max_offset {
         rule.max_offset = max;
         rule.basis = "--max-offset".into();

@@ -58,10 +58,10 @@ mod imp {
             Format::Gzip => Box::new(flate2::read::GzDecoder::new(data)),
         };
         let mut out = Vec::new();
-        reader.take(MAX_PAYLOAD + 1).read_to_end(&mut out).map_err(|e| Error::Malformed(format!(
-            "{} stream: {e}",
-            format.name()
-        )))?;
+        reader
+            .take(MAX_PAYLOAD + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| Error::Malformed(format!("{} stream: {e}", format.name())))?;
         if out.len() as u64 > MAX_PAYLOAD {
             return Err(Error::Malformed(format!("{} payload is larger than 1 GiB", format.name())));
         }
@@ -71,7 +71,8 @@ mod imp {
     pub fn compress(format: Format, data: &[u8]) -> Result<Vec<u8>, Error> {
         match format {
             Format::Xz => {
-                let mut options = liblzma::stream::LzmaOptions::new_preset(6).map_err(|e| Error::Malformed(e.to_string()))?;
+                let mut options =
+                    liblzma::stream::LzmaOptions::new_preset(6).map_err(|e| Error::Malformed(e.to_string()))?;
                 options.dict_size(1 << 20);
                 let mut filters = liblzma::stream::Filters::new();
                 filters.lzma2(&options);

@@ -136,12 +136,13 @@ impl Layout {
                 .or_else(|| last[r].map(|p| SectionDoubt::Preceded { by: sections[p].name.clone() }));
             last[r] = Some(i);
             if overhang[r].is_none()
-                && let Some(sym) = symbols.in_section(i as u32).rev().find(|sym| sym.value > s.size) {
-                    overhang[r] = Some(SectionDoubt::Overhang {
-                        symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
-                        section: s.name.clone(),
-                    });
-                }
+                && let Some(sym) = symbols.in_section(i as u32).rev().find(|sym| sym.value > s.size)
+            {
+                overhang[r] = Some(SectionDoubt::Overhang {
+                    symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
+                    section: s.name.clone(),
+                });
+            }
         }
         Layout { size: sections.iter().map(|s| s.size).collect(), doubt }
     }
@@ -188,7 +189,9 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
             match section_doubt {
                 Some(SectionDoubt::Preceded { by }) if nearest.is_none() && ip <= max => {
                     doubt.get_or_insert_with(|| {
-                        format!("within {max} bytes of its section's start, and {by} precedes it in the same memory region")
+                        format!(
+                            "within {max} bytes of its section's start, and {by} precedes it in the same memory region"
+                        )
                     });
                 }
                 Some(SectionDoubt::Overhang { symbol, section }) => {
@@ -232,7 +235,9 @@ mod tests {
 
     /// A symbol whose name is looked up in `STRINGS`.
     fn sym(section: u32, value: u64, name: &'static str) -> LookupSymbol {
-        let at = STRINGS.windows(name.len() + 2).position(|w| w[0] == 0 && &w[1..=name.len()] == name.as_bytes() && w[name.len() + 1] == 0);
+        let at = STRINGS
+            .windows(name.len() + 2)
+            .position(|w| w[0] == 0 && &w[1..=name.len()] == name.as_bytes() && w[name.len() + 1] == 0);
         LookupSymbol { section, value, name: at.expect("name in STRINGS") as u32 + 1 }
     }
 
@@ -288,10 +293,8 @@ mod tests {
 
     #[test]
     fn near_the_start_of_a_section_that_follows_another_is_kept() {
-        let (s, l) = setup(
-            vec![sym(1, 0x10, "f"), sym(2, 0x40, "g")],
-            vec![text(".text", 0x100), text(".noinstr.text", 0x100)],
-        );
+        let (s, l) =
+            setup(vec![sym(1, 0x10, "f"), sym(2, 0x40, "g")], vec![text(".text", 0x100), text(".noinstr.text", 0x100)]);
         assert!(matches!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(r) if r.contains(".text precedes")));
         assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
         // One byte further, no symbol of .text can be within 4 bytes.

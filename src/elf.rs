@@ -7,9 +7,9 @@
 //! size the kernel assumes, and indices must be in range. A file that fails
 //! any of this is rejected as a whole (see `Error`), never half-processed.
 
+use object::Endianness;
 use object::elf::{self, FileHeader32, FileHeader64};
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
-use object::Endianness;
 
 use crate::error::Error;
 
@@ -237,9 +237,7 @@ fn sections<'a, Elf: FileHeader<Endian = Endianness>>(
     endian: Endianness,
     data: &'a [u8],
 ) -> Result<SectionTable<'a, Elf>, Error> {
-    header
-        .sections(endian, data)
-        .map_err(|e| malformed(format!("section headers: {e}")))
+    header.sections(endian, data).map_err(|e| malformed(format!("section headers: {e}")))
 }
 
 fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, Error> {
@@ -264,9 +262,8 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
     let file_len = data.len() as u64;
     let mut out = Vec::with_capacity(table.len());
     for (index, sh) in table.enumerate() {
-        let name = table
-            .section_name(endian, sh)
-            .map_err(|e| malformed(format!("name of section {}: {e}", index.0)))?;
+        let name =
+            table.section_name(endian, sh).map_err(|e| malformed(format!("name of section {}: {e}", index.0)))?;
         let s = Section {
             name: String::from_utf8_lossy(name).into_owned(),
             sh_type: sh.sh_type(endian),
@@ -279,12 +276,13 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
             entsize: sh.sh_entsize(endian).into(),
         };
         if let Some((start, _)) = s.file_range()
-            && (start > file_len || s.size > file_len - start) {
-                return Err(malformed(format!(
-                    "section {} ({}) at {start:#x}+{:#x} runs past the end of the file ({file_len:#x} bytes)",
-                    index.0, s.name, s.size
-                )));
-            }
+            && (start > file_len || s.size > file_len - start)
+        {
+            return Err(malformed(format!(
+                "section {} ({}) at {start:#x}+{:#x} runs past the end of the file ({file_len:#x} bytes)",
+                index.0, s.name, s.size
+            )));
+        }
         out.push(s);
     }
     let shoff: u64 = header.e_shoff(endian).into();
@@ -328,10 +326,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
         return Err(malformed(format!("{} has no file data (SHT_NOBITS)", cs.name)));
     }
     if !cs.size.is_multiple_of(word) {
-        return Err(malformed(format!(
-            "{} is {:#x} bytes, not a whole number of {word}-byte words",
-            cs.name, cs.size
-        )));
+        return Err(malformed(format!("{} is {:#x} bytes, not a whole number of {word}-byte words", cs.name, cs.size)));
     }
 
     // The relocation sections that apply to the callsite table.
@@ -340,9 +335,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
         .sections
         .iter()
         .enumerate()
-        .filter(|(_, s)| {
-            (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == callsite
-        })
+        .filter(|(_, s)| (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == callsite)
         .map(|(i, _)| i)
         .collect();
     let reloc_section = match relsecs.as_slice() {
@@ -370,16 +363,9 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
             if shape.rela { "SHT_RELA" } else { "SHT_REL" }
         ))));
     }
-    let entsize = if shape.rela {
-        std::mem::size_of::<Elf::Rela>()
-    } else {
-        std::mem::size_of::<Elf::Rel>()
-    } as u64;
+    let entsize = if shape.rela { std::mem::size_of::<Elf::Rela>() } else { std::mem::size_of::<Elf::Rel>() } as u64;
     if rs.entsize != entsize {
-        return Err(malformed(format!(
-            "{} has sh_entsize {}, expected {entsize}",
-            rs.name, rs.entsize
-        )));
+        return Err(malformed(format!("{} has sh_entsize {}, expected {entsize}", rs.name, rs.entsize)));
     }
     if !rs.size.is_multiple_of(entsize) {
         return Err(malformed(format!(
@@ -611,11 +597,7 @@ fn check_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) -> Re
         let s = &info.sections[w];
         let Some((a0, a1)) = s.file_range() else { continue };
         let clash = |what: &str, b0: u64, b1: u64| -> Result<(), Error> {
-            if a0 < b1 && b0 < a1 {
-                Err(malformed(format!("section {} overlaps {what}", s.name)))
-            } else {
-                Ok(())
-            }
+            if a0 < b1 && b0 < a1 { Err(malformed(format!("section {} overlaps {what}", s.name))) } else { Ok(()) }
         };
         clash("the ELF header", 0, ehsize)?;
         clash("the section header table", shtab.0, shtab.1)?;

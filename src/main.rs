@@ -148,7 +148,9 @@ fn main() -> ExitCode {
     }
     if tree {
         if let Some(&n) = skipped.get(&Skip::Compressed) {
-            eprintln!("{NAME}: warning: {n} compressed modules left unchanged (--compressed=recompress processes them)");
+            eprintln!(
+                "{NAME}: warning: {n} compressed modules left unchanged (--compressed=recompress processes them)"
+            );
         }
         let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();
         let skipped_total: usize = skipped.values().sum();

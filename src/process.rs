@@ -6,13 +6,13 @@ use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::arch::{self, Adjust, Overrides, Rule, Scope, PPC_ADD_R2_R2_R12, PPC_LD_R2_R12_M8};
+use crate::arch::{self, Adjust, Overrides, PPC_ADD_R2_R2_R12, PPC_LD_R2_R12_M8, Rule, Scope};
+use crate::compress::{self, Format};
 use crate::decide::{self, Input, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::plan::Plan;
-use crate::compress::{self, Format};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -212,10 +212,7 @@ fn decide_module(
         );
     }
     let plan = Plan::new(image, info, &extracted.callsite, &zero)?;
-    let what = format!(
-        "{}, {}, max offset {} ({})",
-        rule.arch, rule.section, rule.max_offset, rule.basis
-    );
+    let what = format!("{}, {}, max offset {} ({})", rule.arch, rule.section, rule.max_offset, rule.basis);
     let mut summary = if zero.is_empty() {
         format!("nothing to zero in {} entries [{what}]", entries.len())
     } else {
@@ -241,9 +238,9 @@ pub fn input_for(image: &[u8], info: &ElfInfo, rule: &Rule, entry: &Entry) -> In
             // every entry on every arch would double the pages we fault in.
             let global_entry = rule.adjust == Adjust::ClangGlobalEntry
                 && elf::section_bytes(image, info, section, offset, 8).is_some_and(|insns| {
-                elf::read_uint(&insns[..4], info.big_endian) == u64::from(PPC_LD_R2_R12_M8)
-                    && elf::read_uint(&insns[4..], info.big_endian) == u64::from(PPC_ADD_R2_R2_R12)
-            });
+                    elf::read_uint(&insns[..4], info.big_endian) == u64::from(PPC_LD_R2_R12_M8)
+                        && elf::read_uint(&insns[4..], info.big_endian) == u64::from(PPC_ADD_R2_R2_R12)
+                });
             let (ips, count) = rule.adjust.candidates(offset, global_entry);
             Input::Ips { section, ips, count }
         }
@@ -259,7 +256,9 @@ fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -
         Verdict::Zero { nearest: Some(name), distance } => {
             format!("zero {location} (distance {distance} after {})", String::from_utf8_lossy(name))
         }
-        Verdict::Zero { nearest: None, distance } => format!("zero {location} (distance {distance}, no symbol before it)"),
+        Verdict::Zero { nearest: None, distance } => {
+            format!("zero {location} (distance {distance}, no symbol before it)")
+        }
         Verdict::Doubt(why) => format!("keep {location}: {why}"),
         Verdict::Valid => format!("valid {location}"),
     }
@@ -333,9 +332,10 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
     }
     let analysis = analyze(&map, opts)?;
     if opts.fatal_warnings
-        && let Some(w) = analysis.warnings.first() {
-            return Err(Error::FatalWarning(w.clone()));
-        }
+        && let Some(w) = analysis.warnings.first()
+    {
+        return Err(Error::FatalWarning(w.clone()));
+    }
     if opts.check || analysis.plan.is_empty() {
         copy_unchanged(output, opts, &map)?;
         return Ok(FileReport { path: path.to_path_buf(), analysis });
@@ -373,7 +373,8 @@ fn compressed(
     match opts.compressed {
         CompressedPolicy::Error => return Err(Error::Compressed(format.name())),
         CompressedPolicy::Skip => {
-            let why = format!("{}-compressed module left unchanged (--compressed=recompress processes it)", format.name());
+            let why =
+                format!("{}-compressed module left unchanged (--compressed=recompress processes it)", format.name());
             copy_unchanged(output, opts, data)?;
             return report(Analysis::skipped(Skip::Compressed, why.clone(), vec![why]));
         }
@@ -382,9 +383,10 @@ fn compressed(
     let payload = compress::decompress(format, data)?;
     let analysis = analyze(&payload, opts)?;
     if opts.fatal_warnings
-        && let Some(w) = analysis.warnings.first() {
-            return Err(Error::FatalWarning(w.clone()));
-        }
+        && let Some(w) = analysis.warnings.first()
+    {
+        return Err(Error::FatalWarning(w.clone()));
+    }
     if opts.check || analysis.plan.is_empty() {
         copy_unchanged(output, opts, data)?;
         return report(analysis);
@@ -451,8 +453,9 @@ fn replace_atomically(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) 
         }
     }
     let tmp = dest.with_file_name(format!("{stale}{}.tmp", std::process::id()));
-    let result = write_new(&tmp, bytes, like, keep_mtime)
-        .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e }));
+    let result = write_new(&tmp, bytes, like, keep_mtime).and_then(|()| {
+        fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e })
+    });
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -490,12 +493,8 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 fn write_new(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) -> Result<(), Error> {
     let meta = like.metadata()?;
     let io = |what| move |e| Error::IoAt { what, source: e };
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(io("cannot create output"))?;
+    let mut out =
+        OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(io("cannot create output"))?;
     out.write_all(bytes).map_err(io("write failed"))?;
     out.set_permissions(meta.permissions()).map_err(io("cannot set mode"))?;
     if let Err(e) = std::os::unix::fs::fchown(&out, Some(meta.uid()), Some(meta.gid())) {

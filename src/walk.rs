@@ -7,15 +7,13 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SUFFIXES: [&str; 4] = [".ko", ".ko.xz", ".ko.zst", ".ko.gz"];
 
 pub fn is_module_name(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| SUFFIXES.iter().any(|s| n.ends_with(s)))
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| SUFFIXES.iter().any(|s| n.ends_with(s)))
 }
 
 /// The modules under `root`, sorted by path, each inode once, following
@@ -124,7 +122,8 @@ mod tests {
         std::os::unix::fs::symlink(root.join("outside"), root.join("b/link")).unwrap();
         std::os::unix::fs::symlink(root.join("a.ko"), root.join("b/sym.ko")).unwrap();
         let found = modules(&root.join("b")).unwrap();
-        let names: Vec<_> = found.iter().map(|p| p.strip_prefix(&root).unwrap().to_str().unwrap().to_string()).collect();
+        let names: Vec<_> =
+            found.iter().map(|p| p.strip_prefix(&root).unwrap().to_str().unwrap().to_string()).collect();
         assert_eq!(names, ["b/c/z.ko", "b/hard.ko", "b/m.ko.xz"]);
         let all = modules(&root).unwrap();
         assert!(all.contains(&root.join("a.ko")) && !all.contains(&root.join("b/hard.ko")), "{all:?}");

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use object::read::elf::{FileHeader, SectionHeader};
-use object::{elf::FileHeader64, Endianness};
+use object::{Endianness, elf::FileHeader64};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{signed, Scratch};
+use common::{Scratch, signed};
 
 use std::fs;
 use std::path::Path;
@@ -19,7 +19,6 @@ fn tool(args: &[&str]) -> Output {
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
-
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -97,7 +96,6 @@ fn output_leaves_the_input_alone() {
     // -o takes one input.
     assert_eq!(tool(&["-o", s(&out_path), s(&ko), s(&inplace)]).status.code(), Some(2));
 }
-
 
 #[test]
 fn signed_modules_are_refused_unless_the_signature_is_dropped() {

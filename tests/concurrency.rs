@@ -10,19 +10,16 @@
 
 mod common;
 
-use common::{big_module, Scratch};
+use common::{Scratch, big_module};
 
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use zero_weak_mcount::process::{analyze, Options};
+use zero_weak_mcount::process::{Options, analyze};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const ROUNDS: usize = 25;
-
-
-
 
 fn spawn(args: &[&str], path: &Path) -> Child {
     Command::new(BIN).arg("-v").args(args).arg(path).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()

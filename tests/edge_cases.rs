@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{signed, Scratch};
+use common::{Scratch, signed};
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -16,16 +16,15 @@ use std::time::{Duration, Instant};
 use common::standard;
 use object::write::{Object, Relocation, Symbol, SymbolSection};
 use object::{
-    elf, Architecture, BinaryFormat, Endianness, Object as _, ObjectSection as _, RelocationFlags, SectionFlags,
-    SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+    Architecture, BinaryFormat, Endianness, Object as _, ObjectSection as _, RelocationFlags, SectionFlags,
+    SectionKind, SymbolFlags, SymbolKind, SymbolScope, elf,
 };
 use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::error::Error;
-use zero_weak_mcount::process::{analyze, process_file, Options};
+use zero_weak_mcount::process::{Options, analyze, process_file};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
-
 
 /// Run a command, failing the test if it takes longer than `limit`.
 fn run_for(cmd: &mut Command, limit: Duration) -> Output {
@@ -84,7 +83,10 @@ fn refused(name: &str, data: &[u8], expect: &str) {
         let out = run_for(&mut cmd, Duration::from_secs(30));
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{name} {args:?}: {err}");
-        assert!(err.contains(&format!("{}: error: ", path.display())) && err.contains(expect), "{name} {args:?}: {err}");
+        assert!(
+            err.contains(&format!("{}: error: ", path.display())) && err.contains(expect),
+            "{name} {args:?}: {err}"
+        );
         assert_eq!(fs::read(&path).unwrap(), data, "{name} {args:?}: file changed");
         assert_eq!(dir.names(), ["m.ko"], "{name} {args:?}: files left behind");
     }
@@ -225,7 +227,7 @@ fn a_symlink_is_followed_and_stays_a_link() {
 #[cfg(feature = "compression")]
 #[test]
 fn a_symlink_to_a_compressed_module_stays_a_link() {
-    use zero_weak_mcount::compress::{compress, decompress, Format};
+    use zero_weak_mcount::compress::{Format, compress, decompress};
     let dir = Scratch::new("symlink-gz");
     let real = dir.file("m.ko.gz", &compress(Format::Gzip, &module()).unwrap());
     let link = dir.0.join("link.ko.gz");
@@ -329,7 +331,8 @@ fn a_file_on_a_read_only_mount_is_refused() {
 fn extended_section_numbering_in_section_zero() {
     for original in [module(), x86_fixture()] {
         let info = parse_info(&original).unwrap();
-        let shstrndx = info.sections.iter().position(|s| s.sh_type == elf::SHT_STRTAB && s.name == ".shstrtab").unwrap();
+        let shstrndx =
+            info.sections.iter().position(|s| s.sh_type == elf::SHT_STRTAB && s.name == ".shstrtab").unwrap();
         let extend = |data: &[u8]| {
             let mut d = data.to_vec();
             set(&mut d, F::Size, 0, info.sections.len() as u64);
@@ -384,7 +387,12 @@ fn a_module_with_more_than_0xff00_sections() {
         for (i, ip) in [0x40i64, 0x20, 0x100].into_iter().enumerate() {
             obj.add_relocation(
                 cs,
-                Relocation { offset: i as u64 * 8, symbol: sym, addend: ip, flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 } },
+                Relocation {
+                    offset: i as u64 * 8,
+                    symbol: sym,
+                    addend: ip,
+                    flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 },
+                },
             )
             .unwrap();
         }
@@ -449,7 +457,10 @@ fn string_tables_without_a_final_nul_are_refused() {
 fn relocation_sections_that_are_not_whole_entries_are_refused() {
     let builds: [(&str, Vec<u8>); 3] = [
         (".rela__mcount_loc", x86_fixture()),
-        (".rel__mcount_loc", standard(Architecture::I386, Endianness::Little, 0, "__mcount_loc", elf::R_386_32, 0, 0).build()),
+        (
+            ".rel__mcount_loc",
+            standard(Architecture::I386, Endianness::Little, 0, "__mcount_loc", elf::R_386_32, 0, 0).build(),
+        ),
         (
             ".rela__mcount_loc",
             standard(Architecture::PowerPc, Endianness::Big, 0, "__mcount_loc", elf::R_PPC_ADDR32, 0, 8).build(),
@@ -503,7 +514,12 @@ fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
             for (i, ip) in [0x40i64, 0x100 + n].into_iter().enumerate() {
                 obj.add_relocation(
                     id,
-                    Relocation { offset: i as u64 * 8, symbol: sym, addend: ip, flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 } },
+                    Relocation {
+                        offset: i as u64 * 8,
+                        symbol: sym,
+                        addend: ip,
+                        flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 },
+                    },
                 )
                 .unwrap();
             }
@@ -523,7 +539,8 @@ fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
         assert_eq!(counts, expected, "first allocated: {first_alloc}");
         // Nothing of the other table or its relocations changed.
         let info = parse_info(&data).unwrap();
-        let idx: Vec<usize> = info.sections.iter().enumerate().filter(|(_, s)| s.name == "__mcount_loc").map(|(i, _)| i).collect();
+        let idx: Vec<usize> =
+            info.sections.iter().enumerate().filter(|(_, s)| s.name == "__mcount_loc").map(|(i, _)| i).collect();
         let mut allowed = Vec::new();
         let cs = idx[used];
         let (a, b) = info.sections[cs].file_range().unwrap();
@@ -589,7 +606,6 @@ fn huge_declared_counts_and_sizes_are_refused_quickly() {
 
 // --- Signatures and -o ----------------------------------------------------------
 
-
 /// Run `args` + the file on a copy of `data` named `name`; the file must
 /// be byte-identical afterwards, `-o` (if given, as `OUT`) absent or an
 /// identical copy, and no other file may appear. Returns the exit code.
@@ -599,7 +615,11 @@ fn leaves_signed_alone(name: &str, data: &[u8], args: &[&str]) -> Option<i32> {
     let out_path = dir.0.join("OUT");
     let mut cmd = Command::new(BIN);
     for a in args {
-        if *a == "OUT" { cmd.arg(&out_path) } else { cmd.arg(a) };
+        if *a == "OUT" {
+            cmd.arg(&out_path)
+        } else {
+            cmd.arg(a)
+        };
     }
     let out = run_for(cmd.arg(&path), Duration::from_secs(30));
     assert_eq!(fs::read(&path).unwrap(), data, "{name} {args:?}: the signed module was written");
@@ -653,7 +673,7 @@ fn a_signed_module_is_never_written_without_signed_strip() {
 #[cfg(feature = "compression")]
 #[test]
 fn a_signed_compressed_module_is_never_written_without_signed_strip() {
-    use zero_weak_mcount::compress::{compress, decompress, Format};
+    use zero_weak_mcount::compress::{Format, compress, decompress};
     let payload = signed(&module());
     for (format, name) in [(Format::Xz, "m.ko.xz"), (Format::Zstd, "m.ko.zst"), (Format::Gzip, "m.ko.gz")] {
         let data = compress(format, &payload).unwrap();
@@ -686,9 +706,16 @@ fn a_signed_compressed_module_is_never_written_without_signed_strip() {
 /// input itself.
 #[test]
 fn output_is_written_even_when_nothing_changes() {
-    let aarch64 =
-        standard(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4)
-            .build();
+    let aarch64 = standard(
+        Architecture::Aarch64,
+        Endianness::Little,
+        0,
+        "__patchable_function_entries",
+        elf::R_AARCH64_ABS64,
+        0,
+        4,
+    )
+    .build();
     let inputs: [(&str, Vec<u8>, &[&str]); 3] = [
         ("processed", processed(&module()), &[]),
         ("aarch64", aarch64, &[]),
@@ -711,11 +738,15 @@ fn output_is_written_even_when_nothing_changes() {
     }
     #[cfg(feature = "compression")]
     {
-        use zero_weak_mcount::compress::{compress, Format};
+        use zero_weak_mcount::compress::{Format, compress};
         let data = compress(Format::Gzip, &module()).unwrap();
         for args in [&["--compressed=skip"][..], &["--compressed=recompress"][..]] {
             let dir = Scratch::new("output-unchanged-gz");
-            let input = if args[0].ends_with("skip") { data.clone() } else { compress(Format::Gzip, &processed(&module())).unwrap() };
+            let input = if args[0].ends_with("skip") {
+                data.clone()
+            } else {
+                compress(Format::Gzip, &processed(&module())).unwrap()
+            };
             let path = dir.file("in.ko.gz", &input);
             let out_path = dir.0.join("out.ko.gz");
             let mut cmd = Command::new(BIN);

@@ -3,10 +3,10 @@
 
 mod common;
 
-use common::{assert_differs_only_in, changeable, entries, standard, Fixture};
-use object::{elf, Architecture, Endianness};
+use common::{Fixture, assert_differs_only_in, changeable, entries, standard};
+use object::{Architecture, Endianness, elf};
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{analyze, Options, Outcome};
+use zero_weak_mcount::process::{Options, Outcome, analyze};
 
 fn run(data: &[u8], opts: &Options) -> (Vec<u8>, Outcome) {
     let a = analyze(data, opts).unwrap();
@@ -21,7 +21,10 @@ fn check(fixture: &Fixture, opts: &Options, zeroed: &[(&str, u64)]) {
     let (after, outcome) = run(&before, opts);
     let mut expected = entries(&before, fixture.callsite, fixture.adjust);
     for z in zeroed {
-        let at = expected.iter().position(|(s, ip)| (s.as_str(), *ip) == *z).unwrap_or_else(|| panic!("{z:?} is not an entry"));
+        let at = expected
+            .iter()
+            .position(|(s, ip)| (s.as_str(), *ip) == *z)
+            .unwrap_or_else(|| panic!("{z:?} is not an entry"));
         expected.remove(at);
     }
     assert_eq!(entries(&after, fixture.callsite, fixture.adjust), expected);
@@ -69,13 +72,29 @@ fn i386_rel_addend_in_the_word() {
 
 #[test]
 fn ppc64le_elfv2_patchable_entries() {
-    let f = standard(Architecture::PowerPc64, Endianness::Little, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16);
+    let f = standard(
+        Architecture::PowerPc64,
+        Endianness::Little,
+        2,
+        "__patchable_function_entries",
+        elf::R_PPC64_ADDR64,
+        0,
+        16,
+    );
     check(&f, &Options::default(), &weak(16));
 }
 
 #[test]
 fn ppc64_big_endian_elfv2() {
-    let f = standard(Architecture::PowerPc64, Endianness::Big, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16);
+    let f = standard(
+        Architecture::PowerPc64,
+        Endianness::Big,
+        2,
+        "__patchable_function_entries",
+        elf::R_PPC64_ADDR64,
+        0,
+        16,
+    );
     check(&f, &Options::default(), &weak(16));
 }
 
@@ -89,7 +108,8 @@ fn ppc64_elfv1_is_left_alone() {
 
 #[test]
 fn ppc32_patchable_entries_adjust_by_eight() {
-    let f = standard(Architecture::PowerPc, Endianness::Big, 0, "__patchable_function_entries", elf::R_PPC_ADDR32, 8, 16);
+    let f =
+        standard(Architecture::PowerPc, Endianness::Big, 0, "__patchable_function_entries", elf::R_PPC_ADDR32, 8, 16);
     let opts = Options {
         kconfig: Some(Kconfig::parse(
             "CONFIG_PPC32=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_ARCH_USING_PATCHABLE_FUNCTION_ENTRY=y\n\
@@ -108,10 +128,22 @@ fn ppc32_plain_pg_has_max_eight() {
 
 #[test]
 fn aarch64_is_left_alone() {
-    let f = standard(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4);
+    let f = standard(
+        Architecture::Aarch64,
+        Endianness::Little,
+        0,
+        "__patchable_function_entries",
+        elf::R_AARCH64_ABS64,
+        0,
+        4,
+    );
     check(&f, &Options::default(), &[]);
     let a = analyze(&f.build(), &Options { verbose: true, ..Options::default() }).unwrap();
-    assert!(matches!(a.outcome, Outcome::Skipped(_, ref r) if r.contains("FTRACE_MCOUNT_MAX_OFFSET")), "{:?}", a.outcome);
+    assert!(
+        matches!(a.outcome, Outcome::Skipped(_, ref r) if r.contains("FTRACE_MCOUNT_MAX_OFFSET")),
+        "{:?}",
+        a.outcome
+    );
 }
 
 #[test]

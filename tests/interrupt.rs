@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use zero_weak_mcount::process::{analyze, Options};
+use zero_weak_mcount::process::{Options, analyze};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
@@ -26,9 +26,6 @@ fn knob(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 const SEED: u64 = 0x6b11_1ed0_0000_0006;
-
-
-
 
 /// One module file of the test: its path and which kind of module it is.
 struct Module {

@@ -18,17 +18,17 @@
 
 mod common;
 
-use common::{signed, Rng, Scratch};
+use common::{Rng, Scratch, signed};
 
 use std::fs;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
 
 use common::standard;
-use object::{elf, Architecture, Endianness};
+use object::{Architecture, Endianness, elf};
 use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{analyze, Options, SignedPolicy};
+use zero_weak_mcount::process::{Options, SignedPolicy, analyze};
 use zero_weak_mcount::signature;
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
@@ -114,19 +114,29 @@ fn bases() -> Vec<Base> {
         )),
         ..Options::default()
     };
-    let x86_noibt = Options {
-        kconfig: Some(Kconfig::parse("CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n")),
-        ..Options::default()
-    };
+    let x86_noibt =
+        Options { kconfig: Some(Kconfig::parse("CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n")), ..Options::default() };
     let f = |arch, endian, e_flags, cs, abs, adjust, max| standard(arch, endian, e_flags, cs, abs, adjust, max).build();
     vec![
         Base::new("zwm_test.ko", real.clone(), Some(x86_noibt.clone())),
         Base::new("zwm_test.ko+sig", signed(&real), None),
-        Base::new("x86_64", f(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4), Some(x86_noibt)),
+        Base::new(
+            "x86_64",
+            f(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4),
+            Some(x86_noibt),
+        ),
         Base::new("i386", f(Architecture::I386, Endianness::Little, 0, "__mcount_loc", elf::R_386_32, 0, 0), None),
         Base::new(
             "ppc64le",
-            f(Architecture::PowerPc64, Endianness::Little, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16),
+            f(
+                Architecture::PowerPc64,
+                Endianness::Little,
+                2,
+                "__patchable_function_entries",
+                elf::R_PPC64_ADDR64,
+                0,
+                16,
+            ),
             Some(ppc64_cfg.clone()),
         ),
         Base::new(
@@ -139,8 +149,16 @@ fn bases() -> Vec<Base> {
             f(Architecture::PowerPc, Endianness::Big, 0, "__patchable_function_entries", elf::R_PPC_ADDR32, 8, 16),
             None,
         ),
-        Base::new("ppc32-pg", f(Architecture::PowerPc, Endianness::Big, 0, "__mcount_loc", elf::R_PPC_ADDR32, 0, 8), None),
-        Base::new("ppc64-elfv1", f(Architecture::PowerPc64, Endianness::Big, 1, "__mcount_loc", elf::R_PPC64_ADDR64, 0, 16), None),
+        Base::new(
+            "ppc32-pg",
+            f(Architecture::PowerPc, Endianness::Big, 0, "__mcount_loc", elf::R_PPC_ADDR32, 0, 8),
+            None,
+        ),
+        Base::new(
+            "ppc64-elfv1",
+            f(Architecture::PowerPc64, Endianness::Big, 1, "__mcount_loc", elf::R_PPC64_ADDR64, 0, 16),
+            None,
+        ),
         Base::new(
             "aarch64",
             f(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4),
@@ -343,7 +361,8 @@ fn mutate_once(rng: &mut Rng, b: &Base, data: &mut Vec<u8>, log: &mut Vec<String
                     elf::SHT_SYMTAB_SHNDX,
                 ][rng.below(9)] as u64,
                 "sh_flags" if rng.chance(60) => {
-                    orig ^ [elf::SHF_ALLOC, elf::SHF_EXECINSTR, elf::SHF_WRITE, elf::SHF_ALLOC | elf::SHF_EXECINSTR][rng.below(4)] as u64
+                    orig ^ [elf::SHF_ALLOC, elf::SHF_EXECINSTR, elf::SHF_WRITE, elf::SHF_ALLOC | elf::SHF_EXECINSTR]
+                        [rng.below(4)] as u64
                 }
                 // Overlap another section.
                 "sh_offset" if rng.chance(40) => {
@@ -392,7 +411,8 @@ fn mutate_once(rng: &mut Rng, b: &Base, data: &mut Vec<u8>, log: &mut Vec<String
                 ][rng.below(6)],
                 "st_info" if rng.chance(60) => {
                     let bind = [elf::STB_LOCAL, elf::STB_GLOBAL, elf::STB_WEAK][rng.below(3)];
-                    let ty = [elf::STT_NOTYPE, elf::STT_FUNC, elf::STT_SECTION, elf::STT_FILE, elf::STT_OBJECT][rng.below(5)];
+                    let ty = [elf::STT_NOTYPE, elf::STT_FUNC, elf::STT_SECTION, elf::STT_FILE, elf::STT_OBJECT]
+                        [rng.below(5)];
                     u64::from(bind << 4 | ty)
                 }
                 // A string offset at, near or past the end of the string table.
@@ -445,7 +465,11 @@ fn mutate_once(rng: &mut Rng, b: &Base, data: &mut Vec<u8>, log: &mut Vec<String
                     let orig = get(data, at, word, big);
                     let v = interesting(rng, orig, len, word);
                     put(data, at, word, v, big);
-                    log.push(format!("reloc {i} of {} {} = {v:#x}", sec.name, if rela { "r_addend" } else { "r_offset" }));
+                    log.push(format!(
+                        "reloc {i} of {} {} = {v:#x}",
+                        sec.name,
+                        if rela { "r_addend" } else { "r_offset" }
+                    ));
                 }
             }
         }
@@ -639,7 +663,6 @@ fn by_kind(failures: &[String]) -> String {
     kinds.iter().map(|(_, n, f)| format!("{n:6} x {f}")).collect::<Vec<_>>().join("\n")
 }
 
-
 /// The binary on a file holding `data`: refused leaves it byte-identical,
 /// accepted leaves exactly the library's output.
 fn check_cli(dir: &Scratch, case: usize, data: &[u8], strip: bool, expected: &Verdict) -> Result<(), String> {
@@ -703,7 +726,9 @@ fn mutation_campaign() {
         }
         for (label, opts) in &options {
             match check_case(&data, opts) {
-                Err(why) => failures.push(format!("case {case} ({}, {label}): {why}; mutations: {}", b.name, log.join("; "))),
+                Err(why) => {
+                    failures.push(format!("case {case} ({}, {label}): {why}; mutations: {}", b.name, log.join("; ")))
+                }
                 Ok(v) => {
                     match &v {
                         Verdict::Refused => refused += 1,
@@ -715,11 +740,16 @@ fn mutation_campaign() {
                         }
                     }
                     let is_strip = *label == "strip";
-                    let sample = case % CLI_EVERY == 0 && (*label == "default" || (is_strip && case % (2 * CLI_EVERY) == 0));
+                    let sample =
+                        case % CLI_EVERY == 0 && (*label == "default" || (is_strip && case % (2 * CLI_EVERY) == 0));
                     if sample {
                         cli_runs += 1;
                         if let Err(why) = check_cli(&dir, case, &data, is_strip, &v) {
-                            failures.push(format!("case {case} ({}, {label}): {why}; mutations: {}", b.name, log.join("; ")));
+                            failures.push(format!(
+                                "case {case} ({}, {label}): {why}; mutations: {}",
+                                b.name,
+                                log.join("; ")
+                            ));
                         }
                     }
                 }
@@ -788,7 +818,9 @@ fn a_section_offset_near_the_top_of_the_address_space() {
         for offset in [u64::MAX, u64::MAX - 7, u64::MAX - 0x100] {
             let mut data = fs::read(MODULE).unwrap();
             set_offset(&mut data, section, offset);
-            let e = analyze(&data, &Options::default()).err().unwrap_or_else(|| panic!("{section} at {offset:#x} accepted"));
+            let e = analyze(&data, &Options::default())
+                .err()
+                .unwrap_or_else(|| panic!("{section} at {offset:#x} accepted"));
             assert!(e.to_string().contains("runs past the end of the file"), "{section}: {e}");
         }
     }
@@ -802,9 +834,16 @@ fn a_section_offset_near_the_top_of_the_address_space() {
 /// Such targets are now kept as doubtful: code has bytes in the file.
 #[test]
 fn a_callsite_into_a_huge_nobits_text_section() {
-    let mut data =
-        standard(Architecture::PowerPc64, Endianness::Little, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16)
-            .build();
+    let mut data = standard(
+        Architecture::PowerPc64,
+        Endianness::Little,
+        2,
+        "__patchable_function_entries",
+        elf::R_PPC64_ADDR64,
+        0,
+        16,
+    )
+    .build();
     let info = parse_info(&data).unwrap();
     let text = info.sections.iter().position(|s| s.name == ".text").unwrap();
     set_section_field(&mut data, ".text", 32, 20, u64::MAX); // sh_size

@@ -93,7 +93,15 @@ impl Fixture {
 
 /// The fixture layout shared by every arch: what is weak, valid and doubtful
 /// depends only on `max` and the arch's adjust.
-pub fn standard(arch: Architecture, endian: Endianness, e_flags: u32, callsite: &'static str, abs_type: u32, adjust: u64, max: u64) -> Fixture {
+pub fn standard(
+    arch: Architecture,
+    endian: Endianness,
+    e_flags: u32,
+    callsite: &'static str,
+    abs_type: u32,
+    adjust: u64,
+    max: u64,
+) -> Fixture {
     Fixture {
         arch,
         endian,
@@ -156,9 +164,7 @@ pub fn entries(data: &[u8], callsite: &str, adjust: u64) -> Vec<(String, u64)> {
 /// Byte ranges of the file that may legitimately change: the callsite
 /// relocation section, its `sh_size` field, and the callsite words.
 pub fn changeable(data: &[u8], callsite: &str) -> Vec<(usize, usize)> {
-    let file = object::read::elf::ElfFile64::<Endianness>::parse(data)
-        .map(|_| true)
-        .unwrap_or(false);
+    let file = object::read::elf::ElfFile64::<Endianness>::parse(data).map(|_| true).unwrap_or(false);
     let parsed = object::File::parse(data).unwrap();
     let mut ranges = Vec::new();
     let is_64 = file;
@@ -201,7 +207,6 @@ pub fn assert_differs_only_in(a: &[u8], b: &[u8], ranges: &[(usize, usize)]) {
         }
     }
 }
-
 
 /// A scratch directory, unique per call (tests run in parallel and reuse
 /// names), removed when dropped.
