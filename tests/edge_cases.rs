@@ -14,10 +14,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::standard;
-use object::write::{Object, Relocation, Symbol, SymbolSection};
+use object::write::{Object, Relocation};
 use object::{
     Architecture, BinaryFormat, Endianness, Object as _, ObjectSection as _, RelocationFlags, SectionFlags,
-    SectionKind, SymbolFlags, SymbolKind, SymbolScope, elf,
+    SectionKind, SymbolScope, elf,
 };
 use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::error::Error;
@@ -371,16 +371,7 @@ fn a_module_with_more_than_0xff00_sections() {
         }
         let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
         obj.set_section_data(text, vec![0x90u8; 0x200], 16);
-        obj.add_symbol(Symbol {
-            name: b"a".to_vec(),
-            value: 0x40,
-            size: 4,
-            kind: SymbolKind::Text,
-            scope: SymbolScope::Compilation,
-            weak: false,
-            section: SymbolSection::Section(text),
-            flags: SymbolFlags::None,
-        });
+        common::add_function(&mut obj, text, b"a", 0x40, 4, SymbolScope::Compilation);
         // Entries at a (valid) and at 0x20 and 0x100 (weak: no symbol or too far).
         obj.set_section_data(cs, vec![0u8; 24], 8);
         let sym = obj.section_symbol(text);
@@ -492,16 +483,7 @@ fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
         let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
         let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
         obj.set_section_data(text, vec![0x90u8; 0x200], 16);
-        obj.add_symbol(Symbol {
-            name: b"a".to_vec(),
-            value: 0x40,
-            size: 4,
-            kind: SymbolKind::Text,
-            scope: SymbolScope::Compilation,
-            weak: false,
-            section: SymbolSection::Section(text),
-            flags: SymbolFlags::None,
-        });
+        common::add_function(&mut obj, text, b"a", 0x40, 4, SymbolScope::Compilation);
         let sym = obj.section_symbol(text);
         let mut tables = Vec::new();
         for (n, alloc) in [(0, first_alloc), (1, true)] {

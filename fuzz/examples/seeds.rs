@@ -7,18 +7,8 @@
 #[allow(unused_imports)]
 mod common;
 
-use common::standard;
+use common::{signed, standard};
 use object::{elf, Architecture, Endianness};
-
-fn signed(data: &[u8]) -> Vec<u8> {
-    let sig = [0x30, 0x82, 0x01, 0x02, 0xaa, 0xbb];
-    let mut v = data.to_vec();
-    v.extend_from_slice(&sig);
-    v.extend_from_slice(&[0, 0, 2, 0, 0, 0, 0, 0]);
-    v.extend_from_slice(&(sig.len() as u32).to_be_bytes());
-    v.extend_from_slice(b"~Module signature appended~\n");
-    v
-}
 
 fn main() {
     let dirs: Vec<String> = std::env::args().skip(1).collect();

@@ -51,16 +51,7 @@ impl Fixture {
             let filler: Vec<u8> = [0x60u8, 0, 0, 0].iter().copied().cycle().take(t.size as usize).collect();
             obj.set_section_data(id, filler, 16);
             for &(name, value) in &t.symbols {
-                obj.add_symbol(Symbol {
-                    name: name.as_bytes().to_vec(),
-                    value,
-                    size: 4,
-                    kind: SymbolKind::Text,
-                    scope: SymbolScope::Compilation,
-                    weak: false,
-                    section: SymbolSection::Section(id),
-                    flags: SymbolFlags::None,
-                });
+                add_function(&mut obj, id, name.as_bytes(), value, 4, SymbolScope::Compilation);
             }
             texts.push(id);
         }
@@ -89,6 +80,20 @@ impl Fixture {
         obj.set_section_data(modinfo, format!("license=GPL\0vermagic={}\0", self.vermagic).into_bytes(), 1);
         obj.write().unwrap()
     }
+}
+
+/// Define a function symbol `name` at `value` in text section `section`.
+pub fn add_function(obj: &mut Object<'_>, section: SectionId, name: &[u8], value: u64, size: u64, scope: SymbolScope) {
+    obj.add_symbol(Symbol {
+        name: name.to_vec(),
+        value,
+        size,
+        kind: SymbolKind::Text,
+        scope,
+        weak: false,
+        section: SymbolSection::Section(section),
+        flags: SymbolFlags::None,
+    });
 }
 
 /// The fixture layout shared by every arch: what is weak, valid and doubtful
@@ -291,16 +296,8 @@ pub fn big_module(n: usize) -> Vec<u8> {
         if i % 7 == 3 {
             continue;
         }
-        obj.add_symbol(Symbol {
-            name: format!("f{i}").into_bytes(),
-            value: i as u64 * 16,
-            size: 16,
-            kind: SymbolKind::Text,
-            scope: if i % 2 == 0 { SymbolScope::Compilation } else { SymbolScope::Linkage },
-            weak: false,
-            section: SymbolSection::Section(text),
-            flags: SymbolFlags::None,
-        });
+        let scope = if i % 2 == 0 { SymbolScope::Compilation } else { SymbolScope::Linkage };
+        add_function(&mut obj, text, format!("f{i}").as_bytes(), i as u64 * 16, 16, scope);
     }
     let cs = obj.add_section(Vec::new(), b"__mcount_loc".to_vec(), SectionKind::ReadOnlyData);
     obj.set_section_data(cs, vec![0u8; n * 8], 8);
