@@ -103,6 +103,16 @@ pub struct Analysis {
 
 /// Decide what to do with a module's bytes. Pure: no I/O.
 pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
+    let analysis = analyze_module(data, opts)?;
+    if opts.fatal_warnings
+        && let Some(w) = analysis.warnings.first()
+    {
+        return Err(Error::FatalWarning(w.clone()));
+    }
+    Ok(analysis)
+}
+
+fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     if data.is_empty() {
         return Err(Error::Empty);
     }
@@ -331,11 +341,6 @@ pub fn process_file(path: &Path, output: Option<&Path>, opts: &Options) -> Resul
         return compressed(path, output, opts, &file, &map, format);
     }
     let analysis = analyze(&map, opts)?;
-    if opts.fatal_warnings
-        && let Some(w) = analysis.warnings.first()
-    {
-        return Err(Error::FatalWarning(w.clone()));
-    }
     if opts.check || analysis.plan.is_empty() {
         copy_unchanged(output, opts, &map)?;
         return Ok(FileReport { path: path.to_path_buf(), analysis });
@@ -382,11 +387,6 @@ fn compressed(
     }
     let payload = compress::decompress(format, data)?;
     let analysis = analyze(&payload, opts)?;
-    if opts.fatal_warnings
-        && let Some(w) = analysis.warnings.first()
-    {
-        return Err(Error::FatalWarning(w.clone()));
-    }
     if opts.check || analysis.plan.is_empty() {
         copy_unchanged(output, opts, data)?;
         return report(analysis);
