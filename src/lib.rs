@@ -7,6 +7,7 @@
 //! - [`elf`]: the ELF view of the module, validated, as plain data;
 //! - [`arch`]: the per-arch, per-config rule (table, adjust, max offset);
 //! - [`decide`]: the weak-entry decision, a pure function;
+//! - [`mark`]: the `mcount=` modinfo tag, flipped to `zeroed` only on proof;
 //! - [`plan`]: every byte to write, checked in full, then applied;
 //! - [`process`]: one file, start to end.
 
@@ -16,6 +17,7 @@ pub mod decide;
 pub mod elf;
 pub mod error;
 pub mod kconfig;
+pub mod mark;
 pub mod plan;
 pub mod process;
 pub mod signature;

@@ -180,7 +180,11 @@ fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
             }
             let changes = matches!(a.outcome, Outcome::Changed { .. });
             if opts.check && changes {
-                lines.push(format!("{NAME}: {shown}: would change: {}", a.summary.replacen("zeroed", "would zero", 1)));
+                let summary = match a.summary.strip_prefix("zeroed ") {
+                    Some(rest) => format!("would zero {rest}"),
+                    None => a.summary,
+                };
+                lines.push(format!("{NAME}: {shown}: would change: {summary}"));
             } else if opts.verbose {
                 lines.push(format!("{NAME}: {shown}: {}", a.summary));
             }

@@ -12,6 +12,7 @@ use crate::decide::{self, Input, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
+use crate::mark::{self, Proof};
 use crate::plan::Plan;
 use crate::signature;
 
@@ -57,8 +58,9 @@ pub struct Options {
 /// How a file ended up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Written (or, under `--check`, would be).
-    Changed { zeroed: usize, total: usize, stripped: bool },
+    /// Written (or, under `--check`, would be): entries zeroed, the
+    /// `mcount=` tag flipped, a signature dropped.
+    Changed { zeroed: usize, total: usize, stripped: bool, marked: bool },
     /// Nothing to write.
     Unchanged,
     /// Left alone on purpose, for this reason.
@@ -142,19 +144,58 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     }
 
     let info = elf::parse_info(image)?;
-    let mut analysis = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::Skip(reason) => Analysis::skipped(Skip::NotChecked, reason, warnings),
-        Scope::Act(rule) => decide_module(image, &info, &rule, opts.verbose, warnings)?,
+    let (mut analysis, proof) = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
+        Scope::Skip(reason) => {
+            (Analysis::skipped(Skip::NotChecked, reason.clone(), warnings), Proof::CannotJudge(reason))
+        }
+        Scope::Act(rule) => decide_module(image, &info, &rule, opts, warnings)?,
     };
+    update_tag(image, &info, &proof, &mut analysis)?;
     if let Some(len) = truncate {
         analysis.plan.truncate = Some(len);
         analysis.notes.push("signature dropped: sign the module again".into());
         analysis.outcome = match analysis.outcome {
-            Outcome::Changed { zeroed, total, .. } => Outcome::Changed { zeroed, total, stripped: true },
-            _ => Outcome::Changed { zeroed: 0, total: 0, stripped: true },
+            Outcome::Changed { zeroed, total, marked, .. } => {
+                Outcome::Changed { zeroed, total, stripped: true, marked }
+            }
+            _ => Outcome::Changed { zeroed: 0, total: 0, stripped: true, marked: false },
         };
     }
     Ok(analysis)
+}
+
+/// Flip the `mcount=` tag when this run proves the module clean, and back
+/// when it finds a doubt in a module marked clean.
+fn update_tag(image: &[u8], info: &ElfInfo, proof: &Proof, analysis: &mut Analysis) -> Result<(), Error> {
+    let step = mark::step(&mark::find(image, info), proof)?;
+    analysis.details.extend(step.detail);
+    analysis.warnings.extend(step.warning);
+    let Some(write) = step.write else {
+        return Ok(());
+    };
+    analysis.plan.add(write, image.len() as u64)?;
+    let _ = write!(analysis.summary, "; {}", step.change.unwrap_or("mcount= tag rewritten"));
+    analysis.outcome = match analysis.outcome {
+        Outcome::Changed { zeroed, total, stripped, .. } => Outcome::Changed { zeroed, total, stripped, marked: true },
+        _ => Outcome::Changed { zeroed: 0, total: 0, stripped: false, marked: true },
+    };
+    Ok(())
+}
+
+/// What a run with this rule can say about the tag. Only a rule read from
+/// the module's own configuration can prove anything: without it, x86
+/// assumes IBT (max 4), and a module built without IBT may still hold
+/// entries 1-4 bytes after a symbol that its kernel rejects.
+fn proof(opts: &Options, doubts: usize) -> Proof {
+    if doubts > 0 {
+        Proof::Doubt(format!("{doubts} {} kept for doubt", if doubts == 1 { "entry was" } else { "entries were" }))
+    } else if opts.kconfig.is_none() {
+        Proof::CannotJudge("no --kconfig: the rule is assumed, not known".into())
+    } else if opts.overrides.max_offset.is_some() {
+        Proof::CannotJudge("--max-offset overrides the configuration".into())
+    } else {
+        Proof::Proven
+    }
 }
 
 impl Analysis {
@@ -178,18 +219,21 @@ fn decide_module(
     image: &[u8],
     info: &ElfInfo,
     rule: &Rule,
-    verbose: bool,
+    opts: &Options,
     mut warnings: Vec<String>,
-) -> Result<Analysis, Error> {
+) -> Result<(Analysis, Proof), Error> {
+    let verbose = opts.verbose;
+    // No table, or one the loader relocates nothing in: the kernel builds
+    // no record, so there is nothing it could reject.
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Analysis::unchanged(format!("no {} section", rule.section), warnings));
+        return Ok((Analysis::unchanged(format!("no {} section", rule.section), warnings), proof(opts, 0)));
     };
     let extracted = match elf::extract(image, info, callsite, rule.shape)? {
         Ok(x) => x,
-        Err(NoCallsite::Missing(why)) => return Ok(Analysis::unchanged(why, warnings)),
+        Err(NoCallsite::Missing(why)) => return Ok((Analysis::unchanged(why, warnings), proof(opts, 0))),
         Err(NoCallsite::Unsupported(why)) => {
             warnings.push(why.clone());
-            return Ok(Analysis::skipped(Skip::NotChecked, why, warnings));
+            return Ok((Analysis::skipped(Skip::NotChecked, why.clone(), warnings), Proof::Doubt(why)));
         }
     };
     let entries = &extracted.callsite.entries;
@@ -234,9 +278,9 @@ fn decide_module(
     let outcome = if zero.is_empty() {
         Outcome::Unchanged
     } else {
-        Outcome::Changed { zeroed: zero.len(), total: entries.len(), stripped: false }
+        Outcome::Changed { zeroed: zero.len(), total: entries.len(), stripped: false, marked: false }
     };
-    Ok(Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary })
+    Ok((Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary }, proof(opts, doubts)))
 }
 
 /// The decision input for one entry: its candidate record ips.

@@ -31,6 +31,8 @@ pub struct Fixture {
     /// What `ftrace_call_adjust()` adds on this arch and config.
     pub adjust: u64,
     pub vermagic: &'static str,
+    /// More `.modinfo` strings after `vermagic=`, such as `mcount=unchecked`.
+    pub modinfo: Vec<&'static str>,
     pub texts: Vec<Text>,
 }
 
@@ -77,7 +79,12 @@ impl Fixture {
             }
         }
         let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
-        obj.set_section_data(modinfo, format!("license=GPL\0vermagic={}\0", self.vermagic).into_bytes(), 1);
+        let mut info = format!("license=GPL\0vermagic={}\0", self.vermagic);
+        for tag in &self.modinfo {
+            info.push_str(tag);
+            info.push('\0');
+        }
+        obj.set_section_data(modinfo, info.into_bytes(), 1);
         obj.write().unwrap()
     }
 }
@@ -115,6 +122,7 @@ pub fn standard(
         abs_type,
         adjust,
         vermagic: VERMAGIC,
+        modinfo: Vec::new(),
         texts: vec![
             Text {
                 name: ".text",

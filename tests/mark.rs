@@ -1,0 +1,229 @@
+//! The `mcount=` modinfo tag: flipped to `zeroed` only when the run proves
+//! the module clean, back to `unchecked` when a run finds doubt, never
+//! otherwise; and the flipped file reads the same in kmod's `modinfo`.
+
+mod common;
+
+use std::fs;
+use std::process::Command;
+
+use common::{Fixture, Scratch, assert_differs_only_in, changeable, entries, signed, standard};
+use object::{Architecture, Endianness, Object as _, ObjectSection as _, elf};
+use zero_weak_mcount::kconfig::Kconfig;
+use zero_weak_mcount::process::{Options, Outcome, SignedPolicy, analyze};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
+const IBT: &str = "CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_X86_KERNEL_IBT=y\n";
+
+/// The x86_64 standard fixture with the tag, and without its one doubtful
+/// entry unless `doubt`.
+fn tagged(tag: &'static str, doubt: bool) -> Fixture {
+    let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    f.modinfo = vec![tag, "name=fixture"];
+    if !doubt {
+        f.texts[1].ips.retain(|&ip| ip != 0);
+    }
+    f
+}
+
+fn with_config() -> Options {
+    Options { kconfig: Some(Kconfig::parse(IBT)), verbose: true, ..Options::default() }
+}
+
+/// `.modinfo` as the kernel reads it: the non-empty NUL-separated strings.
+fn modinfo(data: &[u8]) -> Vec<String> {
+    let file = object::File::parse(data).unwrap();
+    let s = file.section_by_name(".modinfo").unwrap();
+    s.data().unwrap().split(|&b| b == 0).filter(|t| !t.is_empty()).map(|t| String::from_utf8_lossy(t).into()).collect()
+}
+
+/// The byte range of the tag's value: the only bytes outside the callsite
+/// table that marking may change.
+fn tag_range(data: &[u8]) -> (usize, usize) {
+    let file = object::File::parse(data).unwrap();
+    let (off, size) = file.section_by_name(".modinfo").unwrap().file_range().unwrap();
+    let bytes = &data[off as usize..(off + size) as usize];
+    let at = bytes.windows(7).position(|w| w == b"mcount=").unwrap() + 7;
+    (off as usize + at, off as usize + at + 9)
+}
+
+fn run(data: &[u8], opts: &Options) -> (Vec<u8>, zero_weak_mcount::process::Analysis) {
+    let a = analyze(data, opts).unwrap();
+    (a.plan.apply_to(data), a)
+}
+
+#[test]
+fn a_proven_run_zeroes_and_marks_and_a_second_run_is_a_no_op() {
+    let before = tagged("mcount=unchecked", false).build();
+    let (after, a) = run(&before, &with_config());
+    assert!(matches!(a.outcome, Outcome::Changed { zeroed: 3, marked: true, .. }), "{:?}", a.outcome);
+    assert!(a.summary.ends_with("; mcount=unchecked -> zeroed"), "{}", a.summary);
+    assert!(a.details.iter().any(|d| d.starts_with("mark mcount=zeroed")), "{:#?}", a.details);
+    let mut info = modinfo(&before);
+    info[2] = "mcount=zeroed".into();
+    assert_eq!(modinfo(&after), info);
+    let (s, e) = tag_range(&before);
+    assert_eq!(&after[s..e], b"zeroed\0\0\0");
+    let mut allowed = changeable(&before, "__mcount_loc");
+    allowed.push((s, e));
+    assert_differs_only_in(&before, &after, &allowed);
+    assert_eq!(entries(&after, "__mcount_loc", 0).len(), entries(&before, "__mcount_loc", 0).len() - 3);
+
+    let (again, a) = run(&after, &with_config());
+    assert_eq!(again, after);
+    assert_eq!(a.outcome, Outcome::Unchanged);
+}
+
+#[test]
+fn a_module_processed_before_is_marked_without_zeroing_anything() {
+    let processed = run(&tagged("mcount=unchecked", false).build(), &Options::default()).0;
+    assert_eq!(modinfo(&processed)[2], "mcount=unchecked", "no --kconfig: no mark");
+    let (after, a) = run(&processed, &with_config());
+    assert!(matches!(a.outcome, Outcome::Changed { zeroed: 0, marked: true, .. }), "{:?}", a.outcome);
+    let (s, e) = tag_range(&processed);
+    assert_differs_only_in(&processed, &after, &[(s, e)]);
+    assert_eq!(modinfo(&after)[2], "mcount=zeroed");
+}
+
+#[test]
+fn doubt_or_an_assumed_rule_leaves_the_tag_and_says_why() {
+    let cases: [(Fixture, Options, &str); 4] = [
+        (tagged("mcount=unchecked", true), with_config(), "leave mcount=unchecked: 1 entry was kept for doubt"),
+        (
+            tagged("mcount=unchecked", false),
+            Options { verbose: true, ..Options::default() },
+            "leave mcount=unchecked: no --kconfig: the rule is assumed, not known",
+        ),
+        (
+            tagged("mcount=unchecked", false),
+            Options {
+                overrides: zero_weak_mcount::arch::Overrides { max_offset: Some(4), section: None },
+                ..with_config()
+            },
+            "leave mcount=unchecked: --max-offset overrides the configuration",
+        ),
+        (
+            {
+                let mut f = tagged("mcount=unchecked", false);
+                f.arch = Architecture::Aarch64;
+                f.abs_type = elf::R_AARCH64_ABS64;
+                f.callsite = "__patchable_function_entries";
+                f
+            },
+            Options { verbose: true, ..Options::default() },
+            "leave mcount=unchecked: arm64: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET",
+        ),
+    ];
+    for (fixture, opts, why) in cases {
+        let before = fixture.build();
+        let (after, a) = run(&before, &opts);
+        assert!(a.details.iter().any(|d| d.starts_with(why)), "want {why:?} in {:#?}", a.details);
+        assert!(!matches!(a.outcome, Outcome::Changed { marked: true, .. }), "{:?}", a.outcome);
+        assert_eq!(modinfo(&after)[2], "mcount=unchecked");
+    }
+}
+
+#[test]
+fn a_marked_module_with_doubt_is_restored_and_an_assumed_rule_keeps_the_mark() {
+    // A tag flipped by an earlier run, in a module where an entry is doubtful.
+    let mut doubtful = tagged("mcount=unchecked", true).build();
+    let (s, e) = tag_range(&doubtful);
+    doubtful[s..e].copy_from_slice(b"zeroed\0\0\0");
+    assert_eq!(modinfo(&doubtful)[2], "mcount=zeroed");
+    let (after, a) = run(&doubtful, &with_config());
+    assert!(matches!(a.outcome, Outcome::Changed { marked: true, .. }), "{:?}", a.outcome);
+    assert!(a.warnings.iter().any(|w| w.contains("restored mcount=unchecked")), "{:#?}", a.warnings);
+    assert_eq!(&after[s..e], b"unchecked");
+
+    // "zeroed" with no padding after it was not written by this tool, and
+    // cannot be restored in place: refused, nothing written.
+    let err = analyze(&tagged("mcount=zeroed", true).build(), &with_config()).unwrap_err().to_string();
+    assert!(err.contains("no room to restore mcount=unchecked"), "{err}");
+
+    // Without --kconfig a run cannot judge: the mark stands.
+    let marked = run(&tagged("mcount=unchecked", false).build(), &with_config()).0;
+    let (kept, a) = run(&marked, &Options { verbose: true, ..Options::default() });
+    assert_eq!(kept, marked);
+    assert!(a.details.iter().any(|d| d.starts_with("keep mcount=zeroed from an earlier run")), "{:#?}", a.details);
+}
+
+#[test]
+fn unknown_or_repeated_tags_are_left_alone_with_a_warning() {
+    for (tags, what) in [
+        (vec!["mcount=maybe"], ".modinfo has mcount=maybe; left alone"),
+        (vec!["mcount=unchecked", "mcount=unchecked"], ".modinfo has 2 mcount= tags; left alone"),
+    ] {
+        let mut f = tagged("name=fixture", false);
+        f.modinfo = tags;
+        let before = f.build();
+        let (after, a) = run(&before, &with_config());
+        assert!(a.warnings.iter().any(|w| w == what), "{:#?}", a.warnings);
+        assert_eq!(modinfo(&after), modinfo(&before));
+        let strict = Options { fatal_warnings: true, ..with_config() };
+        assert!(analyze(&before, &strict).unwrap_err().to_string().contains(what));
+    }
+}
+
+#[test]
+fn marking_follows_the_signature_policy() {
+    let plain = tagged("mcount=unchecked", false).build();
+    let data = signed(&plain);
+    let refused = analyze(&data, &with_config()).unwrap_err().to_string();
+    assert!(refused.contains("signed"), "{refused}");
+    let check = analyze(&data, &Options { check: true, ..with_config() }).unwrap();
+    assert!(matches!(check.outcome, Outcome::Changed { marked: true, .. }), "{:?}", check.outcome);
+    let (stripped, a) = run(&data, &Options { signed: SignedPolicy::Strip, ..with_config() });
+    assert!(matches!(a.outcome, Outcome::Changed { marked: true, stripped: true, .. }), "{:?}", a.outcome);
+    assert_eq!(stripped, run(&plain, &with_config()).0);
+}
+
+#[test]
+fn the_cli_marks_under_kconfig_and_check_reports_a_mark_only_change() {
+    let dir = Scratch::new("mark-cli");
+    let config = dir.file("auto.conf", IBT.as_bytes());
+    let processed = run(&tagged("mcount=unchecked", false).build(), &Options::default()).0;
+    let ko = dir.file("m.ko", &processed);
+    let (k, p) = (config.to_str().unwrap(), ko.to_str().unwrap());
+    let out = Command::new(BIN).args(["--check", "--kconfig", k, p]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("would change: nothing to zero in 5 entries") && err.ends_with("; mcount=unchecked -> zeroed\n"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&ko).unwrap(), processed);
+    let out = Command::new(BIN).args(["-v", "--kconfig", k, p]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(modinfo(&fs::read(&ko).unwrap())[2], "mcount=zeroed");
+}
+
+/// kmod's `modinfo` must read the flipped tag, and nothing else may move:
+/// it walks `.modinfo` on its own, and must skip the NUL padding as the
+/// kernel does.
+#[test]
+fn kmod_modinfo_reads_the_mark_and_every_other_field_unchanged() {
+    let modinfo_bin = ["/usr/sbin/modinfo", "/sbin/modinfo"]
+        .into_iter()
+        .find(|p| fs::metadata(p).is_ok())
+        .expect("kmod's modinfo is needed (apt-get install kmod)");
+    let dir = Scratch::new("mark-kmod");
+    let before = tagged("mcount=unchecked", false).build();
+    let ko = dir.file("fixture.ko", &before);
+    let show = || {
+        let out = Command::new(modinfo_bin).arg(&ko).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let field = || {
+        let out = Command::new(modinfo_bin).args(["-F", "mcount"]).arg(&ko).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let old = show();
+    assert_eq!(field(), "unchecked\n");
+    fs::write(&ko, run(&before, &with_config()).0).unwrap();
+    assert_eq!(field(), "zeroed\n");
+    let new = show();
+    assert_eq!(old.replace("unchecked", "zeroed"), new);
+    assert!(new.lines().any(|l| l.starts_with("vermagic:")), "{new}");
+    assert_eq!(new.lines().count(), old.lines().count());
+}
