@@ -159,6 +159,22 @@ fn bases() -> Vec<Base> {
             f(Architecture::PowerPc64, Endianness::Big, 1, "__mcount_loc", elf::R_PPC64_ADDR64, 0, 16),
             None,
         ),
+        // A module of a kernel with the series in kernel/: the run that
+        // zeroes also flips mcount=unchecked to zeroed.
+        Base::new(
+            "x86_64+mcount-tag",
+            {
+                let mut t =
+                    standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+                t.modinfo = vec!["mcount=unchecked"];
+                t.texts[1].ips.retain(|&ip| ip != 0);
+                t.build()
+            },
+            Some(Options {
+                kconfig: Some(Kconfig::parse("CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_X86_KERNEL_IBT=y\n")),
+                ..Options::default()
+            }),
+        ),
         Base::new(
             "aarch64",
             f(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4),
@@ -549,11 +565,19 @@ fn tab_link(b: &Base, symtab: usize) -> usize {
 
 /// Byte ranges a run may change in `image` (the file without any
 /// signature), from the library's own parse: every callsite section the
-/// tool may pick, the relocation sections that apply to it, and their
-/// `sh_size` fields.
+/// tool may pick, the relocation sections that apply to it, their
+/// `sh_size` fields, and the value of an `mcount=` tag.
 fn allowed_ranges(image: &[u8]) -> Vec<(u64, u64)> {
     let info = parse_info(image).expect("analyze accepted it, so parse_info must too");
     let mut ranges = Vec::new();
+    // The value of the first mcount= tag in .modinfo, nine bytes.
+    if let Some((start, end)) = info.sections.iter().find(|s| s.name == ".modinfo").and_then(|s| s.file_range()) {
+        let bytes = &image[start as usize..end as usize];
+        if let Some(at) = bytes.windows(7).position(|w| w == b"mcount=") {
+            let value = start + at as u64 + 7;
+            ranges.push((value, value + 9));
+        }
+    }
     for name in ["__mcount_loc", "__patchable_function_entries"] {
         let Some(cs) = info.alloc_section(name) else { continue };
         if let Some(r) = info.sections[cs].file_range() {
@@ -613,7 +637,9 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
         .map_err(|p| format!("parse_info of an accepted input failed: {}", panic_text(&p)))?;
     for (i, (x, y)) in image.iter().zip(&out).enumerate() {
         if x != y && !ranges.iter().any(|&(s, e)| (s..e).contains(&(i as u64))) {
-            return Err(format!("byte {i:#x} changed outside the callsite table, its relocations and sh_size"));
+            return Err(format!(
+                "byte {i:#x} changed outside the callsite table, its relocations, sh_size and the tag"
+            ));
         }
     }
     if parse_info(&out).is_err() {
