@@ -1,5 +1,5 @@
 # The commands a developer and CI need. `make check` is what .ci/run runs.
-.PHONY: all demo test integration e2e check bench fuzz
+.PHONY: all demo test integration e2e kernel-e2e check bench fuzz
 
 all:
 	cargo build --release
@@ -16,7 +16,10 @@ integration: all
 e2e: all
 	scripts/e2e.sh
 
-check: test integration e2e
+kernel-e2e: all
+	scripts/kernel-e2e.sh
+
+check: test integration e2e kernel-e2e
 
 bench: all
 	scripts/bench.sh

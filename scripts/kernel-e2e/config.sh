@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# config.sh SRC OBJ — write the trimmed x86_64 configuration the kernel e2e
+# builds, into OBJ/.config, and fail unless every option the proof relies on
+# came out as asked.  Both kernels (stock and series) get this same file; the
+# series kernel adds only CONFIG_FTRACE_MCOUNT_ZEROED_MODULES.
+#
+# defconfig, plus: modules, the function tracer with dynamic ftrace, IBT
+# (so FTRACE_MCOUNT_MAX_OFFSET is 4 and the ENDBR adjust applies), KVM=m.
+# Minus: debug info, BTF and Rust (time), DRM/sound/wireless/netfilter (the
+# biggest parts of defconfig that a serial-console QEMU guest never uses).
+set -euo pipefail
+SRC=$1 OBJ=$2
+mkdir -p "$OBJ"
+make -s -C "$SRC" O="$OBJ" ARCH=x86_64 x86_64_defconfig >/dev/null
+c() { "$SRC/scripts/config" --file "$OBJ/.config" "$@"; }
+c --enable MODULES --enable MODULE_UNLOAD \
+  --enable FTRACE --enable FUNCTION_TRACER --enable DYNAMIC_FTRACE \
+  --enable X86_KERNEL_IBT \
+  --enable VIRTUALIZATION --module KVM --module KVM_INTEL --module KVM_AMD \
+  --enable DEBUG_INFO_NONE --disable DEBUG_INFO --disable DEBUG_INFO_DWARF5 \
+  --disable DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT --disable DEBUG_INFO_BTF \
+  --disable RUST --disable WERROR \
+  --disable DRM --disable SOUND --disable CFG80211 --disable MAC80211 \
+  --disable WLAN --disable NETFILTER \
+  --set-str LOCALVERSION "" --disable LOCALVERSION_AUTO
+if [ -n "${ZWM_KCONFIG_EXTRA:-}" ]; then
+    # shellcheck disable=SC2086
+    c $ZWM_KCONFIG_EXTRA
+fi
+make -s -C "$SRC" O="$OBJ" ARCH=x86_64 olddefconfig >/dev/null
+need() {
+    grep -qx "$1" "$OBJ/.config" || { echo "config.sh: $OBJ/.config lacks $1" >&2; exit 1; }
+}
+for o in CONFIG_MODULES=y CONFIG_MODULE_UNLOAD=y CONFIG_FUNCTION_TRACER=y \
+         CONFIG_DYNAMIC_FTRACE=y CONFIG_X86_KERNEL_IBT=y CONFIG_KVM=m \
+         CONFIG_DEBUG_INFO_NONE=y CONFIG_SERIAL_8250_CONSOLE=y \
+         CONFIG_BLK_DEV_INITRD=y CONFIG_DEVTMPFS=y; do
+    need "$o"
+done
+for o in CONFIG_DEBUG_INFO_BTF CONFIG_RUST CONFIG_MODULE_SIG CONFIG_MODVERSIONS; do
+    if grep -q "^$o=y" "$OBJ/.config"; then
+        echo "config.sh: $OBJ/.config has $o=y" >&2; exit 1
+    fi
+done
