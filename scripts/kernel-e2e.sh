@@ -171,6 +171,27 @@ tag() { modinfo -F mcount "$1"; }
     { cat "$m/by-hand.log" >&2; die "the tool failed on the unchecked kvm.ko"; }
 cmp "$m/by-hand-kvm.ko" "$m/marked-kvm.ko" || die "the tool by hand and the Kbuild hook disagree on kvm.ko"
 summary=$(tail -n 1 "$m/by-hand.log")
+
+# --- an external module (DKMS, out of tree) against the series kernel ---------------
+# It gets the tag and the hook too: without the tool its build must fail,
+# leaving no .ko behind; with it, the module comes out zeroed and marked.
+ext=$work/external
+rm -rf "$ext"; cp -r "$REPO/testdata/zwm_test" "$ext"
+if make -C "$work/src-series" O="$se" M="$ext" ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount \
+        modules >"$ext.missing.log" 2>&1; then
+    die "an external module built against the series kernel without the tool"
+fi
+grep -q "zero-weak-mcount: '/nonexistent/zero-weak-mcount' was not found" "$ext.missing.log" ||
+    { tail -n 20 "$ext.missing.log" >&2; die "the build without the tool failed for another reason"; }
+[ ! -e "$ext/zwm_test.ko" ] || die "the failed external build left zwm_test.ko behind"
+make -C "$work/src-series" O="$se" M="$ext" ZERO_WEAK_MCOUNT="$ZWM" modules >"$ext.log" 2>&1 ||
+    { tail -n 20 "$ext.log" >&2; die "the external module did not build with the tool"; }
+[ "$(tag "$ext/zwm_test.ko")" = zeroed ] || die "the external zwm_test.ko is not marked"
+"$ZWM" --check --kconfig "$se/include/config/auto.conf" "$ext/zwm_test.ko" ||
+    die "the external zwm_test.ko still has entries to zero"
+external="without the tool the build fails and leaves no .ko; with it, zwm_test.ko is zeroed and marked"
+log "external module: $external"
+
 # The negative control: the unchecked module with its tag forged to
 # "zeroed" but nothing zeroed, which is what skipping the check for a module
 # the tool never ran on would mean.  The series kernel must WARN on it:
@@ -222,6 +243,7 @@ boots+=("$work/boots/negative")
     echo "Built in ${build_secs[stock]} s (stock) and ${build_secs[series]} s (series), make -j$jobs;"
     echo "$(( rounds * 2 )) boots with $loads loads per case each took $boot_secs s (plus one for the negative control)."
     echo "The tool on the relinked kvm.ko: $summary"
+    echo "An external module (testdata/zwm_test, M=) against the series kernel: $external."
     echo
 } > "$work/header.md"
 rc=0
