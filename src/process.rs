@@ -230,7 +230,15 @@ fn decide_module(
     };
     let extracted = match elf::extract(image, info, callsite, rule.shape)? {
         Ok(x) => x,
-        Err(NoCallsite::Missing(why)) => return Ok((Analysis::unchanged(why, warnings), proof(opts, 0))),
+        Err(NoCallsite::Missing(why)) => {
+            // Without relocations the loader leaves the words as they are;
+            // only all-zero words are sure to give no record.
+            let zero = info.sections[callsite]
+                .file_range()
+                .is_none_or(|(a, b)| image[a as usize..b as usize].iter().all(|&byte| byte == 0));
+            let proof = if zero { proof(opts, 0) } else { Proof::Doubt(format!("{why}, but its words are not zero")) };
+            return Ok((Analysis::unchanged(why, warnings), proof));
+        }
         Err(NoCallsite::Unsupported(why)) => {
             warnings.push(why.clone());
             return Ok((Analysis::skipped(Skip::NotChecked, why.clone(), warnings), Proof::Doubt(why)));

@@ -227,3 +227,32 @@ fn kmod_modinfo_reads_the_mark_and_every_other_field_unchanged() {
     assert!(new.lines().any(|l| l.starts_with("vermagic:")), "{new}");
     assert_eq!(new.lines().count(), old.lines().count());
 }
+
+#[test]
+fn a_table_without_relocations_is_proven_only_when_its_words_are_zero() {
+    let mut data = tagged("mcount=unchecked", false).build();
+    // Make .rela__mcount_loc PROGBITS: then nothing relocates the table.
+    let (header, table) = {
+        let file = object::File::parse(&*data).unwrap();
+        let rela = file.section_by_name(".rela__mcount_loc").unwrap().index().0;
+        let shoff = u64::from_le_bytes(data[0x28..0x30].try_into().unwrap()) as usize;
+        (shoff + rela * 64, file.section_by_name("__mcount_loc").unwrap().file_range().unwrap())
+    };
+    data[header + 4..header + 8].copy_from_slice(&elf::SHT_PROGBITS.to_le_bytes());
+    assert!(data[table.0 as usize..(table.0 + table.1) as usize].iter().all(|&b| b == 0));
+    let (marked, a) = run(&data, &with_config());
+    assert!(matches!(a.outcome, Outcome::Changed { zeroed: 0, marked: true, .. }), "{:?}", a.outcome);
+    assert_eq!(modinfo(&marked)[2], "mcount=zeroed");
+
+    // Raw non-zero words would become records the kernel still has to check.
+    data[table.0 as usize] = 0x40;
+    let (after, a) = run(&data, &with_config());
+    assert_eq!(after, data);
+    assert!(
+        a.details
+            .iter()
+            .any(|d| d.starts_with("leave mcount=unchecked: ") && d.ends_with("but its words are not zero")),
+        "{:#?}",
+        a.details
+    );
+}
