@@ -32,7 +32,8 @@
 # cargo build --release), ZWM_OFFLINE=1 (no package list refresh).
 #
 # Host needs: make gcc flex bison bc libelf-dev libssl-dev git cpio python3
-# qemu-system-x86 busybox-static kmod (.ci/run installs them).
+# qemu-system-x86 busybox-static kmod.  Missing ones are installed with
+# apt-get when run as root (.ci/run installs them up front).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,16 +58,30 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 
-tools=(git python3 tar xz)
-[ $quick = 1 ] || tools+=(make gcc flex bison bc cpio qemu-system-x86_64 modinfo)
-for t in "${tools[@]}"; do
-    command -v "$t" >/dev/null || die "$t not found (.ci/run installs what this needs)"
+# --- host tools: missing Debian packages are installed, as scripts/e2e.sh does ----
+# command-or-file  package
+needs=("git git" "python3 python3" "xz xz-utils")
+[ $quick = 1 ] || needs+=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "cpio cpio"
+    "qemu-system-x86_64 qemu-system-x86" "modinfo kmod" "/usr/include/gelf.h libelf-dev"
+    "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static")
+missing=()
+for n in "${needs[@]}"; do
+    what=${n% *}
+    case "$what" in
+        /*) [ -e "$what" ] || missing+=("${n#* }");;
+        *) command -v "$what" >/dev/null || missing+=("${n#* }");;
+    esac
 done
+if [ ${#missing[@]} -gt 0 ]; then
+    [ "$(id -u)" = 0 ] || die "missing host packages: ${missing[*]} (install them, or run as root)"
+    log "installing host packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -o DPkg::Lock::Timeout=600 update -q >&2 || log "warning: apt-get update failed"
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >&2 ||
+        die "apt-get install ${missing[*]} failed"
+fi
 if [ $quick = 0 ]; then
-    [ -f /usr/include/gelf.h ] || die "libelf headers not found (apt-get install libelf-dev)"
-    [ -f /usr/include/openssl/evp.h ] || die "OpenSSL headers not found (apt-get install libssl-dev)"
-    [ -x /bin/busybox ] && /bin/busybox --list | grep -qx insmod ||
-        die "a static busybox with insmod is needed (apt-get install busybox-static)"
+    /bin/busybox --list | grep -qx insmod || die "/bin/busybox has no insmod (apt-get install busybox-static)"
 fi
 
 # --- the source ------------------------------------------------------------------
