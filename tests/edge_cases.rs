@@ -14,10 +14,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::standard;
-use object::write::{Object, Relocation};
+use object::write::Object;
 use object::{
-    Architecture, BinaryFormat, Endianness, Object as _, ObjectSection as _, RelocationFlags, SectionFlags,
-    SectionKind, SymbolScope, elf,
+    Architecture, BinaryFormat, Endianness, Object as _, ObjectSection as _, SectionFlags, SectionKind, SymbolScope,
+    elf,
 };
 use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::error::Error;
@@ -375,20 +375,8 @@ fn a_module_with_more_than_0xff00_sections() {
         // Entries at a (valid) and at 0x20 and 0x100 (weak: no symbol or too far).
         obj.set_section_data(cs, vec![0u8; 24], 8);
         let sym = obj.section_symbol(text);
-        for (i, ip) in [0x40i64, 0x20, 0x100].into_iter().enumerate() {
-            obj.add_relocation(
-                cs,
-                Relocation {
-                    offset: i as u64 * 8,
-                    symbol: sym,
-                    addend: ip,
-                    flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 },
-                },
-            )
-            .unwrap();
-        }
-        let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
-        obj.set_section_data(modinfo, format!("vermagic={}\0", common::VERMAGIC).into_bytes(), 1);
+        common::add_callsites(&mut obj, cs, 0, 8, sym, elf::R_X86_64_64, [0x40, 0x20, 0x100]);
+        common::add_modinfo(&mut obj, common::VERMAGIC, &[]);
         obj.write().unwrap()
     };
     let data = build(0xff10);
@@ -493,22 +481,10 @@ fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
                 obj.section_mut(id).flags = SectionFlags::Elf { sh_flags: 0 };
             }
             // Table 0: a and a weak 0x100 + n; table 1 the same, shifted.
-            for (i, ip) in [0x40i64, 0x100 + n].into_iter().enumerate() {
-                obj.add_relocation(
-                    id,
-                    Relocation {
-                        offset: i as u64 * 8,
-                        symbol: sym,
-                        addend: ip,
-                        flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 },
-                    },
-                )
-                .unwrap();
-            }
+            common::add_callsites(&mut obj, id, 0, 8, sym, elf::R_X86_64_64, [0x40, 0x100 + n]);
             tables.push(id);
         }
-        let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
-        obj.set_section_data(modinfo, format!("vermagic={}\0", common::VERMAGIC).into_bytes(), 1);
+        common::add_modinfo(&mut obj, common::VERMAGIC, &[]);
         let data = obj.write().unwrap();
 
         let out = processed(&data);

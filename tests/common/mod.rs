@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use object::write::{Object, Relocation, SectionId, Symbol, SymbolSection};
+use object::write::{Object, Relocation, SectionId, Symbol, SymbolId, SymbolSection};
 use object::{
     Architecture, BinaryFormat, Endianness, FileFlags, Object as _, ObjectSection as _, ObjectSymbol as _,
     RelocationFlags, RelocationTarget, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
@@ -64,29 +64,49 @@ impl Fixture {
         let mut slot = 0u64;
         for (t, &id) in self.texts.iter().zip(&texts) {
             let sym = obj.section_symbol(id);
-            for &ip in &t.ips {
-                obj.add_relocation(
-                    cs,
-                    Relocation {
-                        offset: slot * word,
-                        symbol: sym,
-                        addend: (ip - self.adjust) as i64,
-                        flags: RelocationFlags::Elf { r_type: self.abs_type },
-                    },
-                )
-                .unwrap();
-                slot += 1;
-            }
+            add_callsites(
+                &mut obj,
+                cs,
+                slot,
+                word,
+                sym,
+                self.abs_type,
+                t.ips.iter().map(|&ip| (ip - self.adjust) as i64),
+            );
+            slot += t.ips.len() as u64;
         }
-        let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
-        let mut info = format!("license=GPL\0vermagic={}\0", self.vermagic);
-        for tag in &self.modinfo {
-            info.push_str(tag);
-            info.push('\0');
-        }
-        obj.set_section_data(modinfo, info.into_bytes(), 1);
+        add_modinfo(&mut obj, self.vermagic, &self.modinfo);
         obj.write().unwrap()
     }
+}
+
+/// Relocate the words of callsite table `table`, from word `first` on, to
+/// `symbol + addend` for each addend (RELA, so the words stay zero).
+pub fn add_callsites(
+    obj: &mut Object<'_>,
+    table: SectionId,
+    first: u64,
+    word: u64,
+    symbol: SymbolId,
+    r_type: u32,
+    addends: impl IntoIterator<Item = i64>,
+) {
+    for (i, addend) in addends.into_iter().enumerate() {
+        let offset = (first + i as u64) * word;
+        let flags = RelocationFlags::Elf { r_type };
+        obj.add_relocation(table, Relocation { offset, symbol, addend, flags }).unwrap();
+    }
+}
+
+/// `.modinfo` as modpost leaves it: `license=GPL`, `vermagic=`, then `extra`.
+pub fn add_modinfo(obj: &mut Object<'_>, vermagic: &str, extra: &[&str]) {
+    let id = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
+    let mut info = format!("license=GPL\0vermagic={vermagic}\0");
+    for tag in extra {
+        info.push_str(tag);
+        info.push('\0');
+    }
+    obj.set_section_data(id, info.into_bytes(), 1);
 }
 
 /// Define a function symbol `name` at `value` in text section `section`.
@@ -310,20 +330,8 @@ pub fn big_module(n: usize) -> Vec<u8> {
     let cs = obj.add_section(Vec::new(), b"__mcount_loc".to_vec(), SectionKind::ReadOnlyData);
     obj.set_section_data(cs, vec![0u8; n * 8], 8);
     let sym = obj.section_symbol(text);
-    for i in 0..n {
-        obj.add_relocation(
-            cs,
-            Relocation {
-                offset: i as u64 * 8,
-                symbol: sym,
-                // 4 bytes in: past the symbol, within the widest max offset.
-                addend: i as i64 * 16 + 4,
-                flags: RelocationFlags::Elf { r_type: object::elf::R_X86_64_64 },
-            },
-        )
-        .unwrap();
-    }
-    let modinfo = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
-    obj.set_section_data(modinfo, format!("license=GPL\0vermagic={}\0", VERMAGIC).into_bytes(), 1);
+    // 4 bytes in: past the symbol, within the widest max offset.
+    add_callsites(&mut obj, cs, 0, 8, sym, object::elf::R_X86_64_64, (0..n).map(|i| i as i64 * 16 + 4));
+    add_modinfo(&mut obj, VERMAGIC, &[]);
     obj.write().unwrap()
 }
