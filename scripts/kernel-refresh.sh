@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # kernel-refresh.sh — regenerate kernel/*.patch after Makefile.snippet changed.
 #
-# Patch 1 of the series adds the snippet to the kernel as
+# The series adds the snippet to the kernel as
 # scripts/Makefile.zero-weak-mcount, and `scripts/kernel-e2e.sh --quick`
 # fails when the two differ.  This rebuilds the series in a scratch git
 # repository holding only the files it touches (from Debian's
-# linux-source-7.2), with the current snippet folded into patch 1, and
-# writes it back with the same format-patch options.  Messages, authors
+# linux-source-7.2), with the current snippet folded into the patch that
+# adds it, and writes it back with the same format-patch options.  Messages, authors
 # and the other patches are kept.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,13 +20,18 @@ tar -xJf "$root/usr/src/linux-source-7.2.tar.xz" -C "$t" --strip-components=1 "$
 cd "$t"
 g() { git -c user.name=base -c user.email=base@localhost "$@"; }
 g init -q . && g add -A && g commit -qm base
-g am -q "${patches[0]}"
-cp "$REPO/Makefile.snippet" scripts/Makefile.zero-weak-mcount
-git add scripts/Makefile.zero-weak-mcount
-# Keep patch 1's author as the committer too, as format-patch shows.
-GIT_COMMITTER_NAME="$(git log -1 --format=%an)" GIT_COMMITTER_EMAIL="$(git log -1 --format=%ae)" \
-    git commit -q --amend --no-edit --allow-empty
-[ ${#patches[@]} -gt 1 ] && g am -q "${patches[@]:1}"
+# Apply the series one patch at a time; the one that adds the hook gets the
+# current snippet folded in, keeping its author as the committer too, as
+# format-patch shows.
+for p in "${patches[@]}"; do
+    g am -q "$p"
+    if grep -q '^+++ b/scripts/Makefile.zero-weak-mcount$' "$p"; then
+        cp "$REPO/Makefile.snippet" scripts/Makefile.zero-weak-mcount
+        git add scripts/Makefile.zero-weak-mcount
+        GIT_COMMITTER_NAME="$(git log -1 --format=%an)" GIT_COMMITTER_EMAIL="$(git log -1 --format=%ae)" \
+            git commit -q --amend --no-edit --allow-empty
+    fi
+done
 rm -f "$REPO"/kernel/*.patch
 git format-patch -q --zero-commit --no-signature -o "$REPO/kernel" "HEAD~${#patches[@]}"
 echo "kernel-refresh: wrote $(ls "$REPO"/kernel/*.patch | wc -l) patches to kernel/" >&2
