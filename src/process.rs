@@ -144,13 +144,16 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     }
 
     let info = elf::parse_info(image)?;
-    let (mut analysis, proof) = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
+    let (mut analysis, proof, section) = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
         Scope::Skip(reason) => {
-            (Analysis::skipped(Skip::NotChecked, reason.clone(), warnings), Proof::CannotJudge(reason))
+            (Analysis::skipped(Skip::NotChecked, reason.clone(), warnings), Proof::CannotJudge(reason), None)
         }
-        Scope::Act(rule) => decide_module(image, &info, &rule, opts, warnings)?,
+        Scope::Act(rule) => {
+            let (analysis, proof) = decide_module(image, &info, &rule, opts, warnings)?;
+            (analysis, proof, Some(rule.section))
+        }
     };
-    update_tag(image, &info, &proof, &mut analysis)?;
+    update_tag(image, &info, section.map(|name| mark::Counts::of(&info, name)), &proof, &mut analysis)?;
     if let Some(len) = truncate {
         analysis.plan.truncate = Some(len);
         analysis.notes.push("signature dropped: sign the module again".into());
@@ -166,15 +169,21 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 
 /// Flip the `mcount=` tag when this run proves the module clean, and back
 /// when it finds a doubt in a module marked clean.
-fn update_tag(image: &[u8], info: &ElfInfo, proof: &Proof, analysis: &mut Analysis) -> Result<(), Error> {
-    let step = mark::step(&mark::find(image, info), proof)?;
+fn update_tag(
+    image: &[u8],
+    info: &ElfInfo,
+    counts: Option<mark::Counts>,
+    proof: &Proof,
+    analysis: &mut Analysis,
+) -> Result<(), Error> {
+    let step = mark::step(&mark::find(image, info), proof, counts)?;
     analysis.details.extend(step.detail);
     analysis.warnings.extend(step.warning);
     let Some(write) = step.write else {
         return Ok(());
     };
     analysis.plan.add(write, image.len() as u64)?;
-    let _ = write!(analysis.summary, "; {}", step.change.unwrap_or("mcount= tag rewritten"));
+    let _ = write!(analysis.summary, "; {}", step.change.as_deref().unwrap_or("mcount= tag rewritten"));
     analysis.outcome = match analysis.outcome {
         Outcome::Changed { zeroed, total, stripped, .. } => Outcome::Changed { zeroed, total, stripped, marked: true },
         _ => Outcome::Changed { zeroed: 0, total: 0, stripped: false, marked: true },

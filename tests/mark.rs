@@ -1,6 +1,7 @@
-//! The `mcount=` modinfo tag: flipped to `zeroed` only when the run proves
-//! the module clean, back to `unchecked` when a run finds doubt, never
-//! otherwise; and the flipped file reads the same in kmod's `modinfo`.
+//! The `mcount=` modinfo tag: flipped to `zeroed:<callsites>:<symbols>`
+//! only when the run proves the module clean, back to `unchecked` when a
+//! run finds doubt, never otherwise; and the flipped file reads the same in
+//! kmod's `modinfo`.
 
 mod common;
 
@@ -14,6 +15,11 @@ use zero_weak_mcount::process::{Options, Outcome, SignedPolicy, analyze};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const IBT: &str = "CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_X86_KERNEL_IBT=y\n";
+/// The placeholder of scripts/module-common.c: `unchecked`, NUL padded to
+/// the width of the counted tag.
+const TAG: &str = "mcount=unchecked\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+/// The 9-byte slot of the first version of the series.
+const OLD_TAG: &str = "mcount=unchecked";
 
 /// The x86_64 standard fixture with the tag, and without its one doubtful
 /// entry unless `doubt`.
@@ -37,14 +43,22 @@ fn modinfo(data: &[u8]) -> Vec<String> {
     s.data().unwrap().split(|&b| b == 0).filter(|t| !t.is_empty()).map(|t| String::from_utf8_lossy(t).into()).collect()
 }
 
-/// The byte range of the tag's value: the only bytes outside the callsite
+/// The byte range of the tag's slot: the only bytes outside the callsite
 /// table that marking may change.
 fn tag_range(data: &[u8]) -> (usize, usize) {
     let file = object::File::parse(data).unwrap();
     let (off, size) = file.section_by_name(".modinfo").unwrap().file_range().unwrap();
     let bytes = &data[off as usize..(off + size) as usize];
     let at = bytes.windows(7).position(|w| w == b"mcount=").unwrap() + 7;
-    (off as usize + at, off as usize + at + 9)
+    (off as usize + at, off as usize + at + 24)
+}
+
+/// The tag the kernel accepts for this file, counted independently of the
+/// tool: `__mcount_loc` words and `.symtab` entries, in eight hex digits.
+fn bound(data: &[u8]) -> String {
+    let file = object::File::parse(data).unwrap();
+    let size = |name: &str| file.section_by_name(name).unwrap().size();
+    format!("zeroed:{:08x}:{:08x}", size("__mcount_loc") / 8, size(".symtab") / 24)
 }
 
 fn run(data: &[u8], opts: &Options) -> (Vec<u8>, zero_weak_mcount::process::Analysis) {
@@ -54,16 +68,17 @@ fn run(data: &[u8], opts: &Options) -> (Vec<u8>, zero_weak_mcount::process::Anal
 
 #[test]
 fn a_proven_run_zeroes_and_marks_and_a_second_run_is_a_no_op() {
-    let before = tagged("mcount=unchecked", false).build();
+    let before = tagged(TAG, false).build();
     let (after, a) = run(&before, &with_config());
     assert!(matches!(a.outcome, Outcome::Changed { zeroed: 3, marked: true, .. }), "{:?}", a.outcome);
-    assert!(a.summary.ends_with("; mcount=unchecked -> zeroed"), "{}", a.summary);
-    assert!(a.details.iter().any(|d| d.starts_with("mark mcount=zeroed")), "{:#?}", a.details);
+    let tag = bound(&before);
+    assert!(a.summary.ends_with(&format!("; mcount=unchecked -> {tag}")), "{}", a.summary);
+    assert!(a.details.iter().any(|d| d.starts_with(&format!("mark mcount={tag}"))), "{:#?}", a.details);
     let mut info = modinfo(&before);
-    info[2] = "mcount=zeroed".into();
+    info[2] = format!("mcount={tag}");
     assert_eq!(modinfo(&after), info);
     let (s, e) = tag_range(&before);
-    assert_eq!(&after[s..e], b"zeroed\0\0\0");
+    assert_eq!(&after[s..e], tag.as_bytes());
     let mut allowed = changeable(&before, "__mcount_loc");
     allowed.push((s, e));
     assert_differs_only_in(&before, &after, &allowed);
@@ -76,26 +91,52 @@ fn a_proven_run_zeroes_and_marks_and_a_second_run_is_a_no_op() {
 
 #[test]
 fn a_module_processed_before_is_marked_without_zeroing_anything() {
-    let processed = run(&tagged("mcount=unchecked", false).build(), &Options::default()).0;
+    let processed = run(&tagged(TAG, false).build(), &Options::default()).0;
     assert_eq!(modinfo(&processed)[2], "mcount=unchecked", "no --kconfig: no mark");
     let (after, a) = run(&processed, &with_config());
     assert!(matches!(a.outcome, Outcome::Changed { zeroed: 0, marked: true, .. }), "{:?}", a.outcome);
     let (s, e) = tag_range(&processed);
     assert_differs_only_in(&processed, &after, &[(s, e)]);
-    assert_eq!(modinfo(&after)[2], "mcount=zeroed");
+    assert_eq!(modinfo(&after)[2], format!("mcount={}", bound(&processed)));
+}
+
+#[test]
+fn the_first_series_slot_is_read_but_never_marked() {
+    let before = tagged(OLD_TAG, false).build();
+    let (after, a) = run(&before, &with_config());
+    assert_eq!(modinfo(&after)[2], "mcount=unchecked");
+    assert!(a.details.iter().any(|d| d.starts_with("leave mcount=unchecked: its slot holds 9 bytes")), "{:#?}", a.details);
+    assert!(matches!(a.outcome, Outcome::Changed { zeroed: 3, marked: false, .. }), "{:?}", a.outcome);
+}
+
+#[test]
+fn a_tag_with_stale_counts_is_rebound_by_a_proven_run_and_reported_otherwise() {
+    let marked = run(&tagged(TAG, false).build(), &with_config()).0;
+    let tag = bound(&marked);
+    let (s, e) = tag_range(&marked);
+    // As if the module had lost symbols after it was marked.
+    let mut stale = marked.clone();
+    stale[s..e].copy_from_slice(format!("{}ffff", &tag[..20]).as_bytes());
+    assert_ne!(stale, marked);
+    let (kept, a) = run(&stale, &Options { verbose: true, ..Options::default() });
+    assert_eq!(kept, stale);
+    assert!(a.details.iter().any(|d| d.contains("so the kernel treats the module as untagged")), "{:#?}", a.details);
+    let (rebound, a) = run(&stale, &with_config());
+    assert_eq!(rebound, marked);
+    assert!(a.summary.ends_with(&format!("-> {tag}")), "{}", a.summary);
 }
 
 #[test]
 fn doubt_or_an_assumed_rule_leaves_the_tag_and_says_why() {
     let cases: [(Fixture, Options, &str); 4] = [
-        (tagged("mcount=unchecked", true), with_config(), "leave mcount=unchecked: 1 entry was kept for doubt"),
+        (tagged(TAG, true), with_config(), "leave mcount=unchecked: 1 entry was kept for doubt"),
         (
-            tagged("mcount=unchecked", false),
+            tagged(TAG, false),
             Options { verbose: true, ..Options::default() },
             "leave mcount=unchecked: no --kconfig: the rule is assumed, not known",
         ),
         (
-            tagged("mcount=unchecked", false),
+            tagged(TAG, false),
             Options {
                 overrides: zero_weak_mcount::arch::Overrides { max_offset: Some(4), section: None },
                 ..with_config()
@@ -104,7 +145,7 @@ fn doubt_or_an_assumed_rule_leaves_the_tag_and_says_why() {
         ),
         (
             {
-                let mut f = tagged("mcount=unchecked", false);
+                let mut f = tagged(TAG, false);
                 f.arch = Architecture::Aarch64;
                 f.abs_type = elf::R_AARCH64_ABS64;
                 f.callsite = "__patchable_function_entries";
@@ -120,20 +161,28 @@ fn doubt_or_an_assumed_rule_leaves_the_tag_and_says_why() {
         assert!(a.details.iter().any(|d| d.starts_with(why)), "want {why:?} in {:#?}", a.details);
         assert!(!matches!(a.outcome, Outcome::Changed { marked: true, .. }), "{:?}", a.outcome);
         assert_eq!(modinfo(&after)[2], "mcount=unchecked");
+        assert_eq!(&after[tag_range(&after).0..tag_range(&after).1], &before[tag_range(&before).0..tag_range(&before).1]);
     }
 }
 
 #[test]
 fn a_marked_module_with_doubt_is_restored_and_an_assumed_rule_keeps_the_mark() {
     // A tag flipped by an earlier run, in a module where an entry is doubtful.
-    let mut doubtful = tagged("mcount=unchecked", true).build();
+    let fresh = tagged(TAG, true).build();
+    let mut doubtful = fresh.clone();
     let (s, e) = tag_range(&doubtful);
-    doubtful[s..e].copy_from_slice(b"zeroed\0\0\0");
-    assert_eq!(modinfo(&doubtful)[2], "mcount=zeroed");
+    doubtful[s..e].copy_from_slice(bound(&fresh).as_bytes());
     let (after, a) = run(&doubtful, &with_config());
     assert!(matches!(a.outcome, Outcome::Changed { marked: true, .. }), "{:?}", a.outcome);
     assert!(a.warnings.iter().any(|w| w.contains("restored mcount=unchecked")), "{:#?}", a.warnings);
-    assert_eq!(&after[s..e], b"unchecked");
+    assert_eq!(&after[s..e], &fresh[s..e], "the placeholder, NUL padding included");
+
+    // The same for a bare "zeroed" of the first series, in its 9-byte slot.
+    let mut old = tagged(OLD_TAG, true).build();
+    let (s, _) = tag_range(&old);
+    old[s..s + 9].copy_from_slice(b"zeroed\0\0\0");
+    let after = run(&old, &with_config()).0;
+    assert_eq!(&after[s..s + 9], b"unchecked");
 
     // "zeroed" with no padding after it was not written by this tool, and
     // cannot be restored in place: refused, nothing written.
@@ -141,17 +190,18 @@ fn a_marked_module_with_doubt_is_restored_and_an_assumed_rule_keeps_the_mark() {
     assert!(err.contains("no room to restore mcount=unchecked"), "{err}");
 
     // Without --kconfig a run cannot judge: the mark stands.
-    let marked = run(&tagged("mcount=unchecked", false).build(), &with_config()).0;
+    let marked = run(&tagged(TAG, false).build(), &with_config()).0;
     let (kept, a) = run(&marked, &Options { verbose: true, ..Options::default() });
     assert_eq!(kept, marked);
-    assert!(a.details.iter().any(|d| d.starts_with("keep mcount=zeroed from an earlier run")), "{:#?}", a.details);
+    let keep = format!("keep mcount={} from an earlier run", bound(&marked));
+    assert!(a.details.iter().any(|d| d.starts_with(&keep)), "{:#?}", a.details);
 }
 
 #[test]
 fn unknown_or_repeated_tags_are_left_alone_with_a_warning() {
     for (tags, what) in [
         (vec!["mcount=maybe"], ".modinfo has mcount=maybe; left alone"),
-        (vec!["mcount=unchecked", "mcount=unchecked"], ".modinfo has 2 mcount= tags; left alone"),
+        (vec![TAG, TAG], ".modinfo has 2 mcount= tags; left alone"),
     ] {
         let mut f = tagged("name=fixture", false);
         f.modinfo = tags;
@@ -166,7 +216,7 @@ fn unknown_or_repeated_tags_are_left_alone_with_a_warning() {
 
 #[test]
 fn marking_follows_the_signature_policy() {
-    let plain = tagged("mcount=unchecked", false).build();
+    let plain = tagged(TAG, false).build();
     let data = signed(&plain);
     let refused = analyze(&data, &with_config()).unwrap_err().to_string();
     assert!(refused.contains("signed"), "{refused}");
@@ -181,20 +231,21 @@ fn marking_follows_the_signature_policy() {
 fn the_cli_marks_under_kconfig_and_check_reports_a_mark_only_change() {
     let dir = Scratch::new("mark-cli");
     let config = dir.file("auto.conf", IBT.as_bytes());
-    let processed = run(&tagged("mcount=unchecked", false).build(), &Options::default()).0;
+    let processed = run(&tagged(TAG, false).build(), &Options::default()).0;
     let ko = dir.file("m.ko", &processed);
     let (k, p) = (config.to_str().unwrap(), ko.to_str().unwrap());
     let out = Command::new(BIN).args(["--check", "--kconfig", k, p]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("would change: nothing to zero in 5 entries") && err.ends_with("; mcount=unchecked -> zeroed\n"),
+        err.contains("would change: nothing to zero in 5 entries")
+            && err.ends_with(&format!("; mcount=unchecked -> {}\n", bound(&processed))),
         "{err}"
     );
     assert_eq!(fs::read(&ko).unwrap(), processed);
     let out = Command::new(BIN).args(["-v", "--kconfig", k, p]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(modinfo(&fs::read(&ko).unwrap())[2], "mcount=zeroed");
+    assert_eq!(modinfo(&fs::read(&ko).unwrap())[2], format!("mcount={}", bound(&processed)));
 }
 
 /// kmod's `modinfo` must read the flipped tag, and nothing else may move:
@@ -207,7 +258,7 @@ fn kmod_modinfo_reads_the_mark_and_every_other_field_unchanged() {
         .find(|p| fs::metadata(p).is_ok())
         .expect("kmod's modinfo is needed (apt-get install kmod)");
     let dir = Scratch::new("mark-kmod");
-    let before = tagged("mcount=unchecked", false).build();
+    let before = tagged(TAG, false).build();
     let ko = dir.file("fixture.ko", &before);
     let show = || {
         let out = Command::new(modinfo_bin).arg(&ko).output().unwrap();
@@ -221,16 +272,17 @@ fn kmod_modinfo_reads_the_mark_and_every_other_field_unchanged() {
     let old = show();
     assert_eq!(field(), "unchecked\n");
     fs::write(&ko, run(&before, &with_config()).0).unwrap();
-    assert_eq!(field(), "zeroed\n");
+    let tag = bound(&before);
+    assert_eq!(field(), format!("{tag}\n"));
     let new = show();
-    assert_eq!(old.replace("unchecked", "zeroed"), new);
+    assert_eq!(old.replace("unchecked", &tag), new);
     assert!(new.lines().any(|l| l.starts_with("vermagic:")), "{new}");
     assert_eq!(new.lines().count(), old.lines().count());
 }
 
 #[test]
 fn a_table_without_relocations_is_proven_only_when_its_words_are_zero() {
-    let mut data = tagged("mcount=unchecked", false).build();
+    let mut data = tagged(TAG, false).build();
     // Make .rela__mcount_loc PROGBITS: then nothing relocates the table.
     let (header, table) = {
         let file = object::File::parse(&*data).unwrap();
@@ -242,7 +294,7 @@ fn a_table_without_relocations_is_proven_only_when_its_words_are_zero() {
     assert!(data[table.0 as usize..(table.0 + table.1) as usize].iter().all(|&b| b == 0));
     let (marked, a) = run(&data, &with_config());
     assert!(matches!(a.outcome, Outcome::Changed { zeroed: 0, marked: true, .. }), "{:?}", a.outcome);
-    assert_eq!(modinfo(&marked)[2], "mcount=zeroed");
+    assert_eq!(modinfo(&marked)[2], format!("mcount={}", bound(&data)));
 
     // Raw non-zero words would become records the kernel still has to check.
     data[table.0 as usize] = 0x40;

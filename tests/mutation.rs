@@ -160,13 +160,13 @@ fn bases() -> Vec<Base> {
             None,
         ),
         // A module of a kernel with the series in kernel/: the run that
-        // zeroes also flips mcount=unchecked to zeroed.
+        // zeroes also flips mcount=unchecked to zeroed:<callsites>:<symbols>.
         Base::new(
             "x86_64+mcount-tag",
             {
                 let mut t =
                     standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
-                t.modinfo = vec!["mcount=unchecked"];
+                t.modinfo = vec!["mcount=unchecked\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"];
                 t.texts[1].ips.retain(|&ip| ip != 0);
                 t.build()
             },
@@ -570,12 +570,12 @@ fn tab_link(b: &Base, symtab: usize) -> usize {
 fn allowed_ranges(image: &[u8]) -> Vec<(u64, u64)> {
     let info = parse_info(image).expect("analyze accepted it, so parse_info must too");
     let mut ranges = Vec::new();
-    // The value of the first mcount= tag in .modinfo, nine bytes.
+    // The slot of the first mcount= tag in .modinfo.
     if let Some((start, end)) = info.sections.iter().find(|s| s.name == ".modinfo").and_then(|s| s.file_range()) {
         let bytes = &image[start as usize..end as usize];
         if let Some(at) = bytes.windows(7).position(|w| w == b"mcount=") {
             let value = start + at as u64 + 7;
-            ranges.push((value, value + 9));
+            ranges.push((value, value + zero_weak_mcount::mark::WIDTH));
         }
     }
     for name in ["__mcount_loc", "__patchable_function_entries"] {
