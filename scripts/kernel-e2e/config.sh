@@ -2,7 +2,8 @@
 # config.sh SRC OBJ — write the trimmed x86_64 configuration the kernel e2e
 # builds, into OBJ/.config, and fail unless every option the proof relies on
 # came out as asked.  Both kernels (stock and series) get this same file; the
-# series kernel adds only CONFIG_FTRACE_MCOUNT_ZEROED_MODULES.
+# series kernel differs only in CONFIG_BUILDTIME_MCOUNT_ZERO, which its Kconfig
+# turns on by default.
 #
 # defconfig, plus: modules, the function tracer with dynamic ftrace, IBT
 # (so FTRACE_MCOUNT_MAX_OFFSET is 4 and the ENDBR adjust applies), KVM=m.
