@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::arch::{self, Adjust, Overrides, PPC_ADD_R2_R2_R12, PPC_LD_R2_R12_M8, Rule, Scope};
+use crate::arch::{self, Adjust, Overrides, Rule, Scope};
 use crate::compress::{self, Format};
 use crate::decide::{self, Input, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
@@ -145,8 +145,8 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 
     let info = elf::parse_info(image)?;
     let (mut analysis, proof) = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::Skip(reason) => {
-            (Analysis::skipped(Skip::NotChecked, reason.clone(), warnings), Proof::CannotJudge(reason))
+        Scope::Unchecked(why) => {
+            (Analysis::skipped(Skip::NotChecked, why.to_string(), warnings), Proof::CannotJudge(why.to_string()))
         }
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, warnings)?,
     };
@@ -298,11 +298,9 @@ pub fn input_for(image: &[u8], info: &ElfInfo, rule: &Rule, entry: &Entry) -> In
         &Target::At { section, offset } => {
             // Only clang's ppc64 adjust reads code: touching .text for
             // every entry on every arch would double the pages we fault in.
-            let global_entry = rule.adjust == Adjust::ClangGlobalEntry
-                && elf::section_bytes(image, info, section, offset, 8).is_some_and(|insns| {
-                    elf::read_uint(&insns[..4], info.big_endian) == u64::from(PPC_LD_R2_R12_M8)
-                        && elf::read_uint(&insns[4..], info.big_endian) == u64::from(PPC_ADD_R2_R2_R12)
-                });
+            let global_entry = rule.adjust.reads_code()
+                && elf::section_bytes(image, info, section, offset, 8)
+                    .is_some_and(|insns| Adjust::is_global_entry(insns, info.big_endian));
             let (ips, count) = rule.adjust.candidates(offset, global_entry);
             Input::Ips { section, ips, count }
         }

@@ -41,7 +41,7 @@ pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
     let info = elf::parse_info(image)?;
     match arch::rule_for(&info, None, &Overrides::default())? {
         Scope::Act(rule) => Ok(Some((info, rule))),
-        Scope::Skip(_) => Ok(None),
+        Scope::Unchecked(_) => Ok(None),
     }
 }
 
