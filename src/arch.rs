@@ -23,7 +23,8 @@ use std::fmt;
 
 use object::elf;
 
-use crate::elf::{ElfInfo, RelocShape};
+use crate::decide::Input;
+use crate::elf::{ElfInfo, Entry, RelocShape, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 
@@ -364,6 +365,21 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The decision input for one entry: its candidate record ips, after
+    /// `ftrace_call_adjust()`.
+    pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
+        match &entry.target {
+            Target::Odd(why) => Input::Odd(why.clone()),
+            &Target::At { section, offset } => {
+                let global_entry = self.adjust.reads_code()
+                    && crate::elf::section_bytes(image, info, section, offset, 8)
+                        .is_some_and(|insns| Adjust::is_global_entry(insns, info.big_endian));
+                let (ips, count) = self.adjust.candidates(offset, global_entry);
+                Input::Ips { section, ips, count }
+            }
+        }
+    }
+
     pub fn region(&self, section_name: &str) -> Region {
         let init = !self.init_in_core
             && (section_name.starts_with(".init") || (!self.mod_unload && section_name.starts_with(".exit")));

@@ -9,8 +9,8 @@
 //! section's start, and how close it lands depends on load-time layout. Such
 //! entries are kept, with the reason, as is anything else we cannot be sure of.
 
-use crate::arch::Region;
-use crate::elf::{LookupSymbol, Section};
+use crate::arch::{Region, Rule};
+use crate::elf::{ElfInfo, Entry, LookupSymbol, Section};
 
 /// The symbols of a module, sorted so that the nearest symbol at or below an
 /// address is one binary search away: O((entries + symbols) · log symbols),
@@ -212,6 +212,40 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
         Some(s) => Verdict::Zero { nearest: Some(symbols.name(&s)), distance: ip - s.value },
         None => Verdict::Zero { nearest: None, distance: 0 },
     }
+}
+
+/// What a pass over a callsite table decided, by entry index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decisions {
+    /// Entries the kernel would reject: to be zeroed.
+    pub zero: Vec<usize>,
+    /// Entries kept because we cannot be sure.
+    pub doubt: Vec<usize>,
+}
+
+/// Decide every entry of a callsite table. This is the one per-entry
+/// pipeline: the tool, the benchmarks and the negative-control example all
+/// call it. `each` sees every verdict, for `--verbose` and the like.
+pub fn all<'a>(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    entries: &[Entry],
+    symbols: &SymbolIndex<'a>,
+    layout: &Layout,
+    mut each: impl FnMut(usize, &Entry, &Verdict<'a>),
+) -> Decisions {
+    let mut out = Decisions::default();
+    for (i, entry) in entries.iter().enumerate() {
+        let verdict = decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset);
+        match &verdict {
+            Verdict::Valid => {}
+            Verdict::Zero { .. } => out.zero.push(i),
+            Verdict::Doubt(_) => out.doubt.push(i),
+        }
+        each(i, entry, &verdict);
+    }
+    out
 }
 
 #[cfg(test)]

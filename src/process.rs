@@ -6,9 +6,9 @@ use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::arch::{self, Adjust, Overrides, Rule, Scope};
+use crate::arch::{self, Overrides, Rule, Scope};
 use crate::compress::{self, Format};
-use crate::decide::{self, Input, Layout, SymbolIndex, Verdict};
+use crate::decide::{self, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
@@ -249,21 +249,13 @@ fn decide_module(
     let symbols = SymbolIndex::new(extracted.symbols, extracted.strings);
     let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
 
-    let mut zero = Vec::new();
-    let mut doubts = 0;
     let mut details = Vec::new();
-    for (i, entry) in entries.iter().enumerate() {
-        let input = input_for(image, info, rule, entry);
-        let verdict = decide::decide(&input, &symbols, &layout, rule.max_offset);
-        match &verdict {
-            Verdict::Valid => {}
-            Verdict::Zero { .. } => zero.push(i),
-            Verdict::Doubt(_) => doubts += 1,
+    let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {
+        if verbose && *verdict != Verdict::Valid {
+            details.push(describe(info, rule, entry, verdict));
         }
-        if verbose && verdict != Verdict::Valid {
-            details.push(describe(info, rule, entry, &verdict));
-        }
-    }
+    });
+    let (zero, doubts) = (decisions.zero, decisions.doubt.len());
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
     if stripped && !zero.is_empty() {
@@ -289,22 +281,6 @@ fn decide_module(
         Outcome::Changed { zeroed: zero.len(), total: entries.len(), stripped: false, marked: false }
     };
     Ok((Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary }, proof(opts, doubts)))
-}
-
-/// The decision input for one entry: its candidate record ips.
-pub fn input_for(image: &[u8], info: &ElfInfo, rule: &Rule, entry: &Entry) -> Input {
-    match &entry.target {
-        Target::Odd(why) => Input::Odd(why.clone()),
-        &Target::At { section, offset } => {
-            // Only clang's ppc64 adjust reads code: touching .text for
-            // every entry on every arch would double the pages we fault in.
-            let global_entry = rule.adjust.reads_code()
-                && elf::section_bytes(image, info, section, offset, 8)
-                    .is_some_and(|insns| Adjust::is_global_entry(insns, info.big_endian));
-            let (ips, count) = rule.adjust.candidates(offset, global_entry);
-            Input::Ips { section, ips, count }
-        }
-    }
 }
 
 fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {
