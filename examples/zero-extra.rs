@@ -21,7 +21,7 @@ fn main() {
         panic!("the kernel does not check this module");
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
-    let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().unwrap();
+    let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().table().expect("no callsite relocations");
     let symbols = SymbolIndex::new(x.symbols.clone(), x.strings);
     let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
     let mut extra = None;

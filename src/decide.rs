@@ -260,7 +260,6 @@ mod tests {
             flags: u64::from(SHF_ALLOC | SHF_EXECINSTR),
             offset: 0x40,
             size,
-            addralign: 16,
             link: 0,
             info: 0,
             entsize: 0,

@@ -19,6 +19,9 @@ pub enum Error {
     NotElf,
     #[error("malformed ELF: {0}")]
     Malformed(String),
+    /// A check of the tool's own reasoning failed: a bug, not the file's fault.
+    #[error("internal check failed: {0}")]
+    Internal(String),
     #[error("ELF type is {0}: kernel modules are relocatable objects (ET_REL)")]
     NotRelocatable(&'static str),
     #[error(

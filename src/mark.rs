@@ -35,19 +35,14 @@ pub enum Tag {
 /// The first `mcount=` tag, read the way the kernel's `get_modinfo()` reads
 /// `.modinfo`: NUL-terminated strings, runs of NULs skipped.
 pub fn find(image: &[u8], info: &ElfInfo) -> Tag {
-    let Some((start, end)) = info.sections.iter().find(|s| s.name == ".modinfo").and_then(|s| s.file_range()) else {
+    let Some(modinfo) = info.sections.iter().find(|s| s.name == ".modinfo") else {
         return Tag::Absent;
     };
-    let bytes = &image[start as usize..end as usize];
-    let mut tags = Vec::new();
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let len = bytes[pos..].iter().position(|&b| b == 0).unwrap_or(bytes.len() - pos);
-        if bytes[pos..pos + len].starts_with(KEY) {
-            tags.push((pos + KEY.len(), pos + len));
-        }
-        pos += len + 1;
-    }
+    let (start, bytes) = (modinfo.offset, modinfo.bytes(image));
+    let tags: Vec<(usize, usize)> = crate::elf::modinfo_strings(bytes)
+        .filter(|(_, s)| s.starts_with(KEY))
+        .map(|(pos, s)| (pos + KEY.len(), pos + s.len()))
+        .collect();
     match tags.as_slice() {
         [] => Tag::Absent,
         &[(value, stop)] => {

@@ -40,14 +40,18 @@ impl Plan {
         }
         let cs = &info.sections[callsite.section];
         let rs = &info.sections[callsite.reloc_section];
-        let word = info.word_size();
+        let word = info.word_size() as usize;
+        let words = cs.bytes(image);
         let entsize = callsite.reloc_entsize as usize;
 
         for &e in zero {
             let entry = &callsite.entries[e];
-            let at = cs.offset + entry.word_offset;
-            if image[at as usize..(at + word) as usize].iter().any(|&b| b != 0) {
-                writes.push(Write { offset: at, bytes: vec![0; word as usize] });
+            let at = usize::try_from(entry.word_offset)
+                .map_err(|_| Error::Internal("an entry offset does not fit in memory".into()))?;
+            let bytes =
+                words.get(at..at + word).ok_or_else(|| Error::Internal("an entry lies outside its section".into()))?;
+            if bytes.iter().any(|&b| b != 0) {
+                writes.push(Write { offset: cs.offset + entry.word_offset, bytes: vec![0; word] });
             }
         }
 
@@ -58,7 +62,7 @@ impl Plan {
             removed[callsite.entries[e].reloc] = true;
         }
         let first = removed.iter().position(|&r| r).expect("zero is not empty");
-        let old = &image[rs.offset as usize..(rs.offset + rs.size) as usize];
+        let old = rs.bytes(image);
         let mut tail = Vec::with_capacity(old.len() - first * entsize);
         for (i, rel) in old.chunks_exact(entsize).enumerate().skip(first) {
             if !removed[i] {
@@ -71,13 +75,7 @@ impl Plan {
 
         let new_size = kept * callsite.reloc_entsize;
         let field = info.sh_size_field(callsite.reloc_section);
-        let width = if info.is_64 { 8 } else { 4 };
-        let bytes = if info.big_endian {
-            new_size.to_be_bytes()[8 - width..].to_vec()
-        } else {
-            new_size.to_le_bytes()[..width].to_vec()
-        };
-        writes.push(Write { offset: field, bytes });
+        writes.push(Write { offset: field, bytes: info.word_bytes(new_size) });
 
         writes.sort_by_key(|w| w.offset);
         let plan = Plan { writes, truncate: None };

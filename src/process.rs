@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::arch::{self, Overrides, Rule, Scope};
 use crate::compress::{self, Format};
 use crate::decide::{self, Layout, SymbolIndex, Verdict};
-use crate::elf::{self, ElfInfo, Entry, NoCallsite, Target};
+use crate::elf::{self, ElfInfo, Entry, Extraction, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::mark::{self, Proof};
@@ -229,17 +229,15 @@ fn decide_module(
         return Ok((Analysis::unchanged(format!("no {} section", rule.section), warnings), proof(opts, 0)));
     };
     let extracted = match elf::extract(image, info, callsite, rule.shape)? {
-        Ok(x) => x,
-        Err(NoCallsite::Missing(why)) => {
+        Extraction::Table(x) => x,
+        Extraction::NoRelocations(why) => {
             // Without relocations the loader leaves the words as they are;
             // only all-zero words are sure to give no record.
-            let zero = info.sections[callsite]
-                .file_range()
-                .is_none_or(|(a, b)| image[a as usize..b as usize].iter().all(|&byte| byte == 0));
+            let zero = info.sections[callsite].bytes(image).iter().all(|&byte| byte == 0);
             let proof = if zero { proof(opts, 0) } else { Proof::Doubt(format!("{why}, but its words are not zero")) };
             return Ok((Analysis::unchanged(why, warnings), proof));
         }
-        Err(NoCallsite::Unsupported(why)) => {
+        Extraction::Unsupported(why) => {
             warnings.push(why.clone());
             return Ok((Analysis::skipped(Skip::NotChecked, why.clone(), warnings), Proof::Doubt(why)));
         }

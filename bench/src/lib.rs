@@ -49,7 +49,7 @@ pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
 /// Phase 2 (extract): the callsite relocations and the lookup symbols.
 pub fn tool_extract<'a>(image: &'a [u8], info: &ElfInfo, rule: &Rule) -> Res<Option<Extracted<'a>>> {
     let Some(callsite) = info.alloc_section(rule.section) else { return Ok(None) };
-    Ok(elf::extract(image, info, callsite, rule.shape)?.ok())
+    Ok(elf::extract(image, info, callsite, rule.shape)?.table())
 }
 
 /// Phase 5 (decide): the library's own per-entry pipeline.
@@ -185,8 +185,7 @@ fn naive_generic<Elf: FileHeader<Endian = Endianness>>(
     let syms = symtab.symbols();
     // The string table as raw bytes: like the kernel, look only at the
     // first bytes of a name (empty? mapping-symbol prefix?), never its length.
-    let strtab = info.sections.get(symtab.string_section().0).and_then(|s| s.file_range());
-    let strings: &[u8] = strtab.map_or(&[], |(a, b)| &image[a as usize..b as usize]);
+    let strings: &[u8] = info.sections.get(symtab.string_section().0).map_or(&[], |s| s.bytes(image));
     let start = Instant::now();
     let mut zero = Vec::new();
     let entries = &x.callsite.entries;
