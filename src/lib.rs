@@ -16,6 +16,7 @@ pub mod compress;
 pub mod decide;
 pub mod elf;
 pub mod error;
+pub mod file;
 pub mod kconfig;
 pub mod mark;
 pub mod plan;

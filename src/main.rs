@@ -167,8 +167,7 @@ fn main() -> ExitCode {
 fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
     let shown = path.display();
     match process::process_file(path, output, opts) {
-        Ok(report) => {
-            let a = report.analysis;
+        Ok(a) => {
             let mut lines = Vec::new();
             let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(Skip::Compressed, _));
             if !quiet_skip {
