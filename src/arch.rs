@@ -533,7 +533,7 @@ fn apply_overrides(row: &Row, mut rule: Rule, configured: bool, over: &Overrides
     {
         let known = configured || !row.table_needs_config;
         if known || (section != MCOUNT_LOC && section != PATCHABLE) {
-            return Err(Error::Usage(format!(
+            return Err(Error::Section(format!(
                 "--section {section}: the {} kernel{} reads {}",
                 rule.arch,
                 if configured { " of this config" } else { "" },

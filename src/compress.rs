@@ -61,9 +61,9 @@ mod imp {
         reader
             .take(MAX_PAYLOAD + 1)
             .read_to_end(&mut out)
-            .map_err(|e| Error::Malformed(format!("{} stream: {e}", format.name())))?;
+            .map_err(|e| Error::Decompress(format!("{} stream: {e}", format.name())))?;
         if out.len() as u64 > MAX_PAYLOAD {
-            return Err(Error::Malformed(format!("{} payload is larger than 1 GiB", format.name())));
+            return Err(Error::Decompress(format!("{} payload is larger than 1 GiB", format.name())));
         }
         Ok(out)
     }
@@ -72,12 +72,12 @@ mod imp {
         match format {
             Format::Xz => {
                 let mut options =
-                    liblzma::stream::LzmaOptions::new_preset(6).map_err(|e| Error::Malformed(e.to_string()))?;
+                    liblzma::stream::LzmaOptions::new_preset(6).map_err(|e| Error::Compress(e.to_string()))?;
                 options.dict_size(1 << 20);
                 let mut filters = liblzma::stream::Filters::new();
                 filters.lzma2(&options);
                 let stream = liblzma::stream::Stream::new_stream_encoder(&filters, liblzma::stream::Check::Crc32)
-                    .map_err(|e| Error::Malformed(e.to_string()))?;
+                    .map_err(|e| Error::Compress(e.to_string()))?;
                 let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
                 enc.write_all(data).map_err(io("xz"))?;
                 enc.finish().map_err(io("xz"))
@@ -98,7 +98,7 @@ mod imp {
     use crate::error::Error;
 
     fn missing(format: Format) -> Error {
-        Error::Usage(format!("built without the compression feature: cannot handle {} modules", format.name()))
+        Error::NoCompression(format.name())
     }
     pub fn decompress(format: Format, _: &[u8]) -> Result<Vec<u8>, Error> {
         Err(missing(format))
@@ -114,7 +114,7 @@ pub use imp::{compress, decompress};
 pub fn compress_checked(format: Format, data: &[u8]) -> Result<Vec<u8>, Error> {
     let packed = compress(format, data)?;
     if decompress(format, &packed)? != data {
-        return Err(Error::Malformed(format!("{} round trip of the processed module failed", format.name())));
+        return Err(Error::Internal(format!("{} round trip of the processed module failed", format.name())));
     }
     Ok(packed)
 }

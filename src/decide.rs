@@ -10,7 +10,7 @@
 //! entries are kept, with the reason, as is anything else we cannot be sure of.
 
 use crate::arch::{Region, Rule};
-use crate::elf::{ElfInfo, Entry, LookupSymbol, Section};
+use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section};
 
 /// The symbols of a module, sorted so that the nearest symbol at or below an
 /// address is one binary search away: O((entries + symbols) · log symbols),
@@ -155,7 +155,35 @@ pub enum Input {
     /// `section`; more than one when the config leaves the adjust open.
     Ips { section: u32, ips: [u64; 2], count: usize },
     /// An entry the rule does not cover, and why.
-    Odd(String),
+    Odd(Odd),
+}
+
+/// Why an entry is kept although no symbol explains it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Doubt {
+    /// The rule does not cover the relocation.
+    Odd(Odd),
+    /// The record ip lies past the end of its section.
+    PastEnd { ip: u64 },
+    /// Near the start of a section that another precedes in its region.
+    Preceded { max: u64, by: String },
+    /// A symbol of an earlier section lies past that section's end.
+    Overhang { symbol: String, section: String },
+}
+
+impl std::fmt::Display for Doubt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Doubt::Odd(odd) => odd.fmt(f),
+            Doubt::PastEnd { ip } => write!(f, "record ip {ip:#x} lies past the end of its section"),
+            Doubt::Preceded { max, by } => {
+                write!(f, "within {max} bytes of its section's start, and {by} precedes it in the same memory region")
+            }
+            Doubt::Overhang { symbol, section } => {
+                write!(f, "symbol {symbol} of {section} lies past that section's end and may land here")
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,12 +194,12 @@ pub enum Verdict<'a> {
     /// as `__ftrace_invalid_address___<distance>`.
     Zero { nearest: Option<&'a [u8]>, distance: u64 },
     /// Kept because we cannot be sure, for this reason.
-    Doubt(String),
+    Doubt(Doubt),
 }
 
 pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max: u64) -> Verdict<'a> {
     let (section, ips) = match input {
-        Input::Odd(reason) => return Verdict::Doubt(reason.clone()),
+        Input::Odd(odd) => return Verdict::Doubt(Doubt::Odd(odd.clone())),
         Input::Ips { section, ips, count } => (*section, &ips[..*count]),
     };
     let mut doubt = None;
@@ -184,20 +212,14 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
         let size = layout.size.get(section as usize).copied().unwrap_or(0);
         let section_doubt = layout.doubt.get(section as usize).and_then(Option::as_ref);
         if ip >= size {
-            doubt.get_or_insert_with(|| format!("record ip {ip:#x} lies past the end of its section"));
+            doubt.get_or_insert(Doubt::PastEnd { ip });
         } else {
             match section_doubt {
                 Some(SectionDoubt::Preceded { by }) if nearest.is_none() && ip <= max => {
-                    doubt.get_or_insert_with(|| {
-                        format!(
-                            "within {max} bytes of its section's start, and {by} precedes it in the same memory region"
-                        )
-                    });
+                    doubt.get_or_insert_with(|| Doubt::Preceded { max, by: by.clone() });
                 }
                 Some(SectionDoubt::Overhang { symbol, section }) => {
-                    doubt.get_or_insert_with(|| {
-                        format!("symbol {symbol} of {section} lies past that section's end and may land here")
-                    });
+                    doubt.get_or_insert_with(|| Doubt::Overhang { symbol: symbol.clone(), section: section.clone() });
                 }
                 _ => {}
             }
@@ -328,7 +350,7 @@ mod tests {
     fn near_the_start_of_a_section_that_follows_another_is_kept() {
         let (s, l) =
             setup(vec![sym(1, 0x10, "f"), sym(2, 0x40, "g")], vec![text(".text", 0x100), text(".noinstr.text", 0x100)]);
-        assert!(matches!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(r) if r.contains(".text precedes")));
+        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(Doubt::Preceded { max: 4, by: ".text".into() }));
         assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
         // One byte further, no symbol of .text can be within 4 bytes.
         assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
@@ -355,7 +377,10 @@ mod tests {
             vec![sym(1, 0x200, "end_label"), sym(2, 0x10, "g")],
             vec![text(".text", 0x100), text(".text.other", 0x100)],
         );
-        assert!(matches!(decide(&at(2, 0x80), &s, &l, 4), Verdict::Doubt(r) if r.contains("end_label")));
+        assert_eq!(
+            decide(&at(2, 0x80), &s, &l, 4),
+            Verdict::Doubt(Doubt::Overhang { symbol: "end_label".into(), section: ".text".into() })
+        );
     }
 
     #[test]
@@ -412,7 +437,7 @@ mod tests {
     #[test]
     fn odd_entries_are_kept_with_their_reason() {
         let (s, l) = setup(vec![], vec![text(".text", 0x100)]);
-        assert_eq!(decide(&Input::Odd("weak symbol".into()), &s, &l, 4), Verdict::Doubt("weak symbol".into()));
+        assert_eq!(decide(&Input::Odd(Odd::Weak), &s, &l, 4), Verdict::Doubt(Doubt::Odd(Odd::Weak)));
     }
 
     #[test]

@@ -150,7 +150,81 @@ pub enum Target {
     /// A plain location: `offset` bytes into section `section`.
     At { section: u32, offset: u64 },
     /// Something the rule does not cover; the entry is kept, for this reason.
-    Odd(String),
+    Odd(Odd),
+}
+
+/// Why a callsite relocation is not the plain shape the rule is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Odd {
+    Unaligned {
+        offset: u64,
+    },
+    RelocType {
+        r_type: u32,
+        abs_type: u32,
+    },
+    /// The x86_64 loader refuses to relocate a non-zero word.
+    NonZeroWord {
+        value: u64,
+    },
+    NullSymbol,
+    SymbolOutOfRange {
+        symbol: u32,
+    },
+    Undefined,
+    Absolute,
+    Common,
+    Weak,
+    NoSectionIndex {
+        symbol: u32,
+        shndx: u16,
+    },
+    NoSuchSection {
+        symbol: u32,
+        section: usize,
+    },
+    NotCode {
+        section: String,
+    },
+    NoBits {
+        section: String,
+    },
+    Outside {
+        section: String,
+        offset: i128,
+    },
+    /// Two relocations on the word at `offset` of the table.
+    SharedWord {
+        offset: u64,
+    },
+}
+
+impl std::fmt::Display for Odd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Odd::Unaligned { offset } => write!(f, "relocation at {offset:#x} is not word-aligned"),
+            Odd::RelocType { r_type, abs_type } => {
+                write!(f, "relocation type {r_type} is not the absolute word type {abs_type}")
+            }
+            Odd::NonZeroWord { value } => write!(f, "word is {value:#x}, not zero, under a RELA relocation"),
+            Odd::NullSymbol => f.write_str("relocation against the null symbol"),
+            Odd::SymbolOutOfRange { symbol } => write!(f, "symbol {symbol} is out of range"),
+            Odd::Undefined => f.write_str("relocation against an undefined symbol"),
+            Odd::Absolute => f.write_str("relocation against an absolute symbol"),
+            Odd::Common => f.write_str("relocation against a common symbol"),
+            Odd::Weak => f.write_str("relocation against a weak symbol"),
+            Odd::NoSectionIndex { symbol, shndx } => {
+                write!(f, "symbol {symbol} has no usable section index ({shndx})")
+            }
+            Odd::NoSuchSection { symbol, section } => {
+                write!(f, "symbol {symbol} is in section {section}, which does not exist")
+            }
+            Odd::NotCode { section } => write!(f, "target section {section} is not allocated executable code"),
+            Odd::NoBits { section } => write!(f, "target section {section} has no bytes in the file (SHT_NOBITS)"),
+            Odd::Outside { section, offset } => write!(f, "target {section}{offset:+#x} lies outside its section"),
+            Odd::SharedWord { offset } => write!(f, "two relocations hit the word at {offset:#x}"),
+        }
+    }
 }
 
 /// One relocated word of the callsite table.
@@ -573,18 +647,16 @@ fn entries<Elf: FileHeader<Endian = Endianness>>(
             )));
         }
         let target = if r_offset % word != 0 {
-            Target::Odd(format!("relocation at {r_offset:#x} is not word-aligned"))
+            Target::Odd(Odd::Unaligned { offset: r_offset })
         } else if r.r_type != abs_type {
-            Target::Odd(format!("relocation type {} is not the absolute word type {abs_type}", r.r_type))
+            Target::Odd(Odd::RelocType { r_type: r.r_type, abs_type })
         } else {
             let at = usize::try_from(r_offset).map_err(malformed)?;
             let word_value = info.read_word(&words[at..at + word as usize]);
             match r.addend {
                 // The x86_64 loader refuses to relocate a non-zero word; we
                 // do not guess what such a module means.
-                Some(_) if word_value != 0 => {
-                    Target::Odd(format!("word is {word_value:#x}, not zero, under a RELA relocation"))
-                }
+                Some(_) if word_value != 0 => Target::Odd(Odd::NonZeroWord { value: word_value }),
                 Some(a) => resolve(symtab, info, r.r_sym, a),
                 // REL: the addend is the word itself, read as signed.
                 None => resolve(symtab, info, r.r_sym, info.signed_word(word_value)),
@@ -610,42 +682,42 @@ fn resolve<Elf: FileHeader<Endian = Endianness>>(
 ) -> Target {
     let endian = info.endian();
     if r_sym == 0 {
-        return Target::Odd("relocation against the null symbol".into());
+        return Target::Odd(Odd::NullSymbol);
     }
     let index = object::SymbolIndex(r_sym as usize);
     let Ok(sym) = symtab.symbol(index) else {
-        return Target::Odd(format!("symbol {r_sym} is out of range"));
+        return Target::Odd(Odd::SymbolOutOfRange { symbol: r_sym });
     };
     let shndx = sym.st_shndx(endian);
     match shndx {
-        elf::SHN_UNDEF => return Target::Odd("relocation against an undefined symbol".into()),
-        elf::SHN_ABS => return Target::Odd("relocation against an absolute symbol".into()),
-        elf::SHN_COMMON => return Target::Odd("relocation against a common symbol".into()),
+        elf::SHN_UNDEF => return Target::Odd(Odd::Undefined),
+        elf::SHN_ABS => return Target::Odd(Odd::Absolute),
+        elf::SHN_COMMON => return Target::Odd(Odd::Common),
         _ => {}
     }
     if sym.st_bind() == elf::STB_WEAK {
-        return Target::Odd("relocation against a weak symbol".into());
+        return Target::Odd(Odd::Weak);
     }
     let section = match symtab.symbol_section(endian, sym, index) {
         Ok(Some(s)) => s.0,
-        _ => return Target::Odd(format!("symbol {r_sym} has no usable section index ({shndx})")),
+        _ => return Target::Odd(Odd::NoSectionIndex { symbol: r_sym, shndx }),
     };
     let Some(target) = info.sections.get(section) else {
-        return Target::Odd(format!("symbol {r_sym} is in section {section}, which does not exist"));
+        return Target::Odd(Odd::NoSuchSection { symbol: r_sym, section });
     };
     if !target.is_alloc_exec() {
-        return Target::Odd(format!("target section {} is not allocated executable code", target.name));
+        return Target::Odd(Odd::NotCode { section: target.name.clone() });
     }
     // Code has bytes in the file; this also bounds offsets by the file size,
     // so the per-arch adjust cannot overflow.
     if target.sh_type == elf::SHT_NOBITS {
-        return Target::Odd(format!("target section {} has no bytes in the file (SHT_NOBITS)", target.name));
+        return Target::Odd(Odd::NoBits { section: target.name.clone() });
     }
     let value: u64 = sym.st_value(endian).into();
     let offset = i128::from(value.cast_signed()) + i128::from(addend);
     match u64::try_from(offset) {
         Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
-        _ => Target::Odd(format!("target {}{offset:+#x} lies outside its section", target.name)),
+        _ => Target::Odd(Odd::Outside { section: target.name.clone(), offset }),
     }
 }
 
@@ -747,7 +819,7 @@ fn mark_shared_words(entries: &mut [Entry], word: u64) {
     for pair in by_word.windows(2) {
         if pair[0].0 == pair[1].0 {
             for &(w, reloc) in pair {
-                entries[reloc].target = Target::Odd(format!("two relocations hit the word at {:#x}", w * word));
+                entries[reloc].target = Target::Odd(Odd::SharedWord { offset: w * word });
             }
         }
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::compress::{self, Format};
 use crate::error::Error;
-use crate::process::{Analysis, CompressedPolicy, Options, Skip, analyze};
+use crate::process::{Analysis, CompressedPolicy, LeftAlone, Options, analyze};
 
 /// A module's bytes: read into memory when small, mapped when large.
 ///
@@ -106,11 +106,11 @@ fn compressed(
 ) -> Result<Analysis, Error> {
     match opts.compressed {
         CompressedPolicy::Error => return Err(Error::Compressed(format.name())),
-        CompressedPolicy::Skip => {
+        CompressedPolicy::Leave => {
             let why =
                 format!("{}-compressed module left unchanged (--compressed=recompress processes it)", format.name());
             copy_unchanged(output, opts, data)?;
-            return Ok(Analysis::skipped(Skip::Compressed, why.clone(), vec![why]));
+            return Ok(Analysis::skipped(LeftAlone::Compressed, why.clone(), vec![why]));
         }
         CompressedPolicy::Recompress => {}
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{self, CompressedPolicy, Options, Outcome, SignedPolicy, Skip};
+use zero_weak_mcount::process::{self, CompressedPolicy, LeftAlone, Options, Outcome, SignedPolicy};
 use zero_weak_mcount::walk;
 
 const NAME: &str = "zero-weak-mcount";
@@ -45,7 +45,7 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = SignedPolicy::Refuse, value_name = "POLICY")]
     signed: SignedPolicy,
     /// What to do with a compressed module (.ko.xz, .ko.zst, .ko.gz)
-    #[arg(long, value_enum, default_value_t = CompressedPolicy::Skip, value_name = "POLICY")]
+    #[arg(long, value_enum, default_value_t = CompressedPolicy::Leave, value_name = "POLICY")]
     compressed: CompressedPolicy,
     /// Treat warnings as errors (the file is left unchanged)
     #[arg(long)]
@@ -134,7 +134,7 @@ fn main() -> ExitCode {
     let mut changed = 0;
     let mut unchanged = 0;
     let mut errors = 0;
-    let mut skipped: BTreeMap<Skip, usize> = BTreeMap::new();
+    let mut skipped: BTreeMap<LeftAlone, usize> = BTreeMap::new();
     for done in &results {
         for line in &done.lines {
             eprintln!("{line}");
@@ -147,7 +147,7 @@ fn main() -> ExitCode {
         }
     }
     if tree {
-        if let Some(&n) = skipped.get(&Skip::Compressed) {
+        if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
             eprintln!(
                 "{NAME}: warning: {n} compressed modules left unchanged (--compressed=recompress processes them)"
             );
@@ -169,7 +169,7 @@ fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
     match process::process_file(path, output, opts) {
         Ok(a) => {
             let mut lines = Vec::new();
-            let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(Skip::Compressed, _));
+            let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(LeftAlone::Compressed, _));
             if !quiet_skip {
                 lines.extend(a.warnings.iter().map(|w| format!("{NAME}: {shown}: warning: {w}")));
             }

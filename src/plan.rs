@@ -100,8 +100,8 @@ impl Plan {
         for w in &self.writes {
             let stop = w.offset.checked_add(w.bytes.len() as u64);
             if w.offset < end || stop.is_none_or(|s| s > image_len) {
-                return Err(Error::Malformed(format!(
-                    "internal check failed: a planned write at {:#x} overlaps another or leaves the image",
+                return Err(Error::Internal(format!(
+                    "a planned write at {:#x} overlaps another or leaves the image",
                     w.offset
                 )));
             }

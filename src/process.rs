@@ -22,7 +22,8 @@ pub enum SignedPolicy {
     #[default]
     Refuse,
     /// Leave it unchanged, with a warning.
-    Skip,
+    #[value(name = "skip")]
+    Leave,
     /// Drop the signature and process it; it must be re-signed.
     Strip,
 }
@@ -32,7 +33,8 @@ pub enum SignedPolicy {
 pub enum CompressedPolicy {
     /// Leave it unchanged, with a warning.
     #[default]
-    Skip,
+    #[value(name = "skip")]
+    Leave,
     /// Fail.
     Error,
     /// Decompress, process, and compress again with the kernel's settings.
@@ -63,12 +65,13 @@ pub enum Outcome {
     /// Nothing to write.
     Unchanged,
     /// Left alone on purpose, for this reason.
-    Skipped(Skip, String),
+    Skipped(LeftAlone, String),
 }
 
-/// Why a module was left alone, for the tree summary.
+/// Why a module was left alone, for the tree summary (the CLI calls
+/// these "skipped").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Skip {
+pub enum LeftAlone {
     /// Signed, with `--signed=skip`.
     Signed,
     /// Compressed, with `--compressed=skip`.
@@ -78,12 +81,12 @@ pub enum Skip {
     NotChecked,
 }
 
-impl Skip {
+impl LeftAlone {
     pub fn name(self) -> &'static str {
         match self {
-            Skip::Signed => "signed",
-            Skip::Compressed => "compressed",
-            Skip::NotChecked => "not checked by the kernel",
+            LeftAlone::Signed => "signed",
+            LeftAlone::Compressed => "compressed",
+            LeftAlone::NotChecked => "not checked by the kernel",
         }
     }
 }
@@ -127,12 +130,12 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
             // --check writes nothing, so it can say whether the image
             // under the signature still needs the tool: the question a
             // packager asks of an already signed tree.
-            SignedPolicy::Refuse | SignedPolicy::Skip if opts.check => (&data[..len], None),
+            SignedPolicy::Refuse | SignedPolicy::Leave if opts.check => (&data[..len], None),
             SignedPolicy::Refuse => return Err(Error::Signed),
-            SignedPolicy::Skip => {
+            SignedPolicy::Leave => {
                 let why = "module is signed; left unchanged (--signed=skip): process modules before signing";
                 warnings.push(why.to_string());
-                return Ok(Analysis::skipped(Skip::Signed, why.to_string(), warnings));
+                return Ok(Analysis::skipped(LeftAlone::Signed, why.to_string(), warnings));
             }
             SignedPolicy::Strip => (&data[..len], Some(len as u64)),
         },
@@ -140,7 +143,9 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 
     let info = elf::parse_info(image)?;
     let decided = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::Unchecked(why) => Decided::left(Skip::NotChecked, why.to_string(), Proof::CannotJudge(why.to_string())),
+        Scope::Unchecked(why) => {
+            Decided::left(LeftAlone::NotChecked, why.to_string(), Proof::CannotJudge(why.to_string()))
+        }
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
     };
     // Flip the `mcount=` tag when this run proves the module clean, and back
@@ -166,7 +171,7 @@ fn proof(opts: &Options, doubts: usize) -> Proof {
 }
 
 impl Analysis {
-    pub fn skipped(kind: Skip, reason: String, warnings: Vec<String>) -> Analysis {
+    pub fn skipped(kind: LeftAlone, reason: String, warnings: Vec<String>) -> Analysis {
         Analysis {
             plan: Plan::default(),
             summary: format!("nothing to do: {reason}"),
@@ -185,14 +190,14 @@ struct Decided {
     plan: Plan,
     zeroed: usize,
     /// Left alone on purpose, and why.
-    left: Option<(Skip, String)>,
+    left: Option<(LeftAlone, String)>,
     proof: Proof,
     details: Vec<String>,
     summary: String,
 }
 
 impl Decided {
-    fn nothing(left: Option<(Skip, String)>, reason: &str, proof: Proof) -> Decided {
+    fn nothing(left: Option<(LeftAlone, String)>, reason: &str, proof: Proof) -> Decided {
         let summary = format!("nothing to do: {reason}");
         Decided { plan: Plan::default(), zeroed: 0, left, proof, details: Vec::new(), summary }
     }
@@ -201,7 +206,7 @@ impl Decided {
         Decided::nothing(None, reason, proof)
     }
 
-    fn left(kind: Skip, reason: String, proof: Proof) -> Decided {
+    fn left(kind: LeftAlone, reason: String, proof: Proof) -> Decided {
         Decided::nothing(Some((kind, reason.clone())), &reason, proof)
     }
 
@@ -262,7 +267,7 @@ fn decide_module(
         }
         Extraction::Unsupported(why) => {
             warnings.push(why.clone());
-            return Ok(Decided::left(Skip::NotChecked, why.clone(), Proof::Doubt(why)));
+            return Ok(Decided::left(LeftAlone::NotChecked, why.clone(), Proof::Doubt(why)));
         }
     };
     let entries = &extracted.callsite.entries;
