@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Scratch, signed};
+use common::{BIN, Scratch, module, signed, stderr};
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -23,9 +23,6 @@ use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::error::Error;
 use zero_weak_mcount::process::{Options, analyze, process_file};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
-
 /// Run a command, failing the test if it takes longer than `limit`.
 fn run_for(cmd: &mut Command, limit: Duration) -> Output {
     let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
@@ -41,6 +38,7 @@ fn run_for(cmd: &mut Command, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Run the tool with `args`, killing it if it takes more than 30 s.
 fn tool(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     let mut cmd = Command::new(BIN);
     for a in args {
@@ -49,18 +47,10 @@ fn tool(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     run_for(&mut cmd, Duration::from_secs(30))
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn euid() -> u32 {
     let status = fs::read_to_string("/proc/self/status").unwrap();
     let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
     line.split_whitespace().nth(2).unwrap().parse().unwrap()
-}
-
-fn module() -> Vec<u8> {
-    fs::read(MODULE).unwrap()
 }
 
 /// What the library makes of `data` with default options.

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::big_module;
+use common::{BIN, MODULE, big_module};
 
 use std::fs;
 use std::path::PathBuf;
@@ -16,9 +16,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use zero_weak_mcount::process::{Options, analyze};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
 
 /// `ZWM_INTERRUPT_KILLS` and `ZWM_INTERRUPT_BIG` (entries of the largest
 /// module) make a longer run; the defaults keep `cargo test` quick.

@@ -7,12 +7,11 @@ mod common;
 use std::fs;
 use std::process::Command;
 
-use common::{Fixture, Scratch, assert_differs_only_in, changeable, entries, signed, standard};
+use common::{BIN, Fixture, Scratch, assert_differs_only_in, changeable, entries, signed, standard};
 use object::{Architecture, Endianness, Object as _, ObjectSection as _, elf};
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, Outcome, SignedPolicy, analyze};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const IBT: &str = "CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_X86_KERNEL_IBT=y\n";
 
 /// The x86_64 standard fixture with the tag, and without its one doubtful

@@ -18,7 +18,8 @@
 
 mod common;
 
-use common::{Rng, Scratch, signed};
+use common::ranges::allowed_ranges;
+use common::{BIN, MODULE, Rng, Scratch, signed};
 
 use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -30,9 +31,6 @@ use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, SignedPolicy, analyze};
 use zero_weak_mcount::signature;
-
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
 
 /// Cases per run. Every `CLI_EVERY`th case also runs the binary.
 const CASES: usize = 10_000;
@@ -563,39 +561,6 @@ fn tab_link(b: &Base, symtab: usize) -> usize {
 // ---------------------------------------------------------------------------
 // The checks.
 
-/// Byte ranges a run may change in `image` (the file without any
-/// signature), from the library's own parse: every callsite section the
-/// tool may pick, the relocation sections that apply to it, their
-/// `sh_size` fields, and the value of an `mcount=` tag.
-fn allowed_ranges(image: &[u8]) -> Vec<(u64, u64)> {
-    let info = parse_info(image).expect("analyze accepted it, so parse_info must too");
-    let mut ranges = Vec::new();
-    // The value of the first mcount= tag in .modinfo, nine bytes.
-    if let Some((start, end)) = info.sections.iter().find(|s| s.name == ".modinfo").and_then(|s| s.file_range()) {
-        let bytes = &image[start as usize..end as usize];
-        if let Some(at) = bytes.windows(7).position(|w| w == b"mcount=") {
-            let value = start + at as u64 + 7;
-            ranges.push((value, value + 9));
-        }
-    }
-    for name in ["__mcount_loc", "__patchable_function_entries"] {
-        let Some(cs) = info.alloc_section(name) else { continue };
-        if let Some(r) = info.sections[cs].file_range() {
-            ranges.push(r);
-        }
-        for (i, s) in info.sections.iter().enumerate() {
-            if (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == cs {
-                if let Some(r) = s.file_range() {
-                    ranges.push(r);
-                }
-                let f = info.sh_size_field(i);
-                ranges.push((f, f + info.word_size()));
-            }
-        }
-    }
-    ranges
-}
-
 /// What the library said about one case, for the CLI sample.
 enum Verdict {
     Refused,
@@ -621,7 +586,7 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
             if opts.signed != SignedPolicy::Strip {
                 return Err("truncated without --signed=strip".into());
             }
-            let sig = stripped_len(data);
+            let sig = signature::image_len(data).ok().flatten();
             if sig != Some(t as usize) {
                 return Err(format!("truncated to {t:#x}, but the signatures end at {sig:?}"));
             }
@@ -658,14 +623,6 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
 }
 
 /// The length of `data` without every appended signature, if it has one.
-fn stripped_len(data: &[u8]) -> Option<usize> {
-    let mut len = signature::elf_len(data).ok().flatten()?;
-    while let Ok(Some(inner)) = signature::elf_len(&data[..len]) {
-        len = inner;
-    }
-    Some(len)
-}
-
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<String>()
         .cloned()

@@ -2,14 +2,36 @@
 //! reader (object's generic `read` API, not our ELF layer) to check results.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 use object::write::{Object, Relocation, SectionId, Symbol, SymbolId, SymbolSection};
 use object::{
     Architecture, BinaryFormat, Endianness, FileFlags, Object as _, ObjectSection as _, ObjectSymbol as _,
     RelocationFlags, RelocationTarget, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
 };
+
+pub mod ranges;
+
+/// The tool under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
+/// A real module built by `scripts/build-testdata.sh`.
+pub const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
+
+pub fn module() -> Vec<u8> {
+    fs::read(MODULE).unwrap()
+}
+
+/// Run the tool with `args`, waiting for it.
+pub fn tool<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
 
 pub const VERMAGIC: &str = "7.2.0 SMP preempt mod_unload modversions";
 
