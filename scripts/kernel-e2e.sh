@@ -81,7 +81,8 @@ if [ ${#missing[@]} -gt 0 ]; then
         die "apt-get install ${missing[*]} failed"
 fi
 if [ $quick = 0 ]; then
-    /bin/busybox --list | grep -qx insmod || die "/bin/busybox has no insmod (apt-get install busybox-static)"
+    applets=$(/bin/busybox --list 2>/dev/null || true)
+    grep -qx insmod <<<"$applets" || die "/bin/busybox has no insmod (apt-get install busybox-static)"
 fi
 
 # --- the source ------------------------------------------------------------------
@@ -159,8 +160,9 @@ build() { # NAME SERIES
 build stock 0
 build series 1
 so=$work/obj-stock se=$work/obj-series
-diff <(grep -v '^#' "$so/.config" | sort) <(grep -v '^#' "$se/.config" | sort) |
-    grep '^[<>]' | grep -qvx '> CONFIG_FTRACE_MCOUNT_ZEROED_MODULES=y' &&
+config_diff=$(diff <(grep -v '^#' "$so/.config" | sort) <(grep -v '^#' "$se/.config" | sort) || true)
+extra=$(grep '^[<>]' <<<"$config_diff" | grep -vx '> CONFIG_FTRACE_MCOUNT_ZEROED_MODULES=y' || true)
+[ -z "$extra" ] ||
     die "the two configs differ in more than CONFIG_FTRACE_MCOUNT_ZEROED_MODULES"
 grep -qx 'CONFIG_FTRACE_MCOUNT_ZEROED_MODULES=y' "$se/.config" || die "the series config lacks the option"
 
