@@ -22,7 +22,7 @@ fn main() {
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
     let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().table().expect("no callsite relocations");
-    let symbols = SymbolIndex::new(x.symbols.clone(), x.strings);
+    let symbols = SymbolIndex::new(&x.symbols, x.strings);
     let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
     let mut extra = None;
     let decisions = decide::all(&data, &info, &rule, &x.callsite.entries, &symbols, &layout, |i, _, verdict| {
@@ -33,7 +33,7 @@ fn main() {
     let mut zero = decisions.zero;
     let extra = extra.expect("no valid entry to break");
     zero.push(extra);
-    zero.sort();
+    zero.sort_unstable();
     let plan = Plan::new(&data, &info, &x.callsite, &zero).unwrap();
     std::fs::write(output, plan.apply_to(&data)).unwrap();
     eprintln!("zero-extra: zeroed {} entries, including valid entry {extra}", zero.len());

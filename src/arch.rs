@@ -2,7 +2,7 @@
 //! recorded location into a record's ip (`ftrace_call_adjust()`), and how far
 //! past a symbol a valid record may lie (`FTRACE_MCOUNT_MAX_OFFSET`).
 //!
-//! Only x86 and powerpc define FTRACE_MCOUNT_MAX_OFFSET
+//! Only x86 and powerpc define `FTRACE_MCOUNT_MAX_OFFSET`
 //! (`arch/x86/include/asm/ftrace.h`, `arch/powerpc/include/asm/ftrace.h`).
 //! Everywhere else `test_for_valid_rec()` (kernel/trace/ftrace.c) keeps
 //! every record, naming weak ones after the preceding symbol, so zeroing
@@ -18,6 +18,8 @@
 //! the config. A rule for a new kernel range is a new row; a new kind of
 //! check (such as "inside a function symbol" for arm64, riscv and s390) is a
 //! new [`Check`] variant that its rows name.
+
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
 use std::fmt;
 
@@ -55,6 +57,7 @@ pub enum Arch {
 impl Arch {
     /// The arch of a module, or `None` for a machine no kernel builds
     /// modules for with ftrace (or a class that arch does not use).
+    #[must_use]
     pub fn from_elf(machine: u16, is_64: bool) -> Option<Arch> {
         Some(match (machine, is_64) {
             (elf::EM_X86_64, true) => Arch::X86_64,
@@ -76,6 +79,7 @@ impl Arch {
         })
     }
 
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
@@ -109,7 +113,7 @@ pub type Version = (u32, u32);
 /// The kind of check the kernel makes of each record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
-    /// `test_for_valid_rec()`: a symbol at most FTRACE_MCOUNT_MAX_OFFSET
+    /// `test_for_valid_rec()`: a symbol at most `FTRACE_MCOUNT_MAX_OFFSET`
     /// bytes before the record ip.
     MaxOffset,
 }
@@ -171,7 +175,7 @@ const fn shape(rela: bool, abs_type: u32) -> RelocShape {
 
 /// The arches whose kernel checks module callsites, by release range.
 ///
-/// FTRACE_MCOUNT_MAX_OFFSET appeared for x86 in 6.0. For powerpc, the 7.2
+/// `FTRACE_MCOUNT_MAX_OFFSET` appeared for x86 in 6.0. For powerpc, the 7.2
 /// rules (zero entries skipped before the adjust in `ftrace_process_locs()`,
 /// out-of-line patchable entries) are only established from 6.13 on; older
 /// powerpc kernels are left alone rather than guessed at.
@@ -226,7 +230,8 @@ pub static ROWS: &[Row] = &[
     },
 ];
 
-/// x86_64: FTRACE_MCOUNT_MAX_OFFSET is ENDBR_INSN_SIZE, 4 with IBT, else 0.
+/// `x86_64`: `FTRACE_MCOUNT_MAX_OFFSET` is `ENDBR_INSN_SIZE`, 4 with IBT, else 0.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn x86_64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     let (max_offset, basis) = match cx.config {
         Some(c) => (if c.enabled("X86_KERNEL_IBT") { 4 } else { 0 }, "IBT from --kconfig"),
@@ -235,12 +240,13 @@ fn x86_64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     Ok(Choice { section: MCOUNT_LOC, max_offset, adjust: Adjust::Identity, basis })
 }
 
-/// i386: IBT is x86_64-only, so ENDBR_INSN_SIZE is 0 on every config.
+/// i386: IBT is x86_64-only, so `ENDBR_INSN_SIZE` is 0 on every config.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn i386(_: Ctx<'_>) -> Result<Choice, NoCheck> {
     Ok(Choice { section: MCOUNT_LOC, max_offset: 0, adjust: Adjust::Identity, basis: "i386" })
 }
 
-/// ppc64 (arch/powerpc/include/asm/ftrace.h): ELFv2 only; patchable entries
+/// ppc64 (arch/powerpc/include/asm/ftrace.h): `ELFv2` only; patchable entries
 /// or -mprofile-kernel, never plain -pg.
 fn ppc64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     if cx.info.e_flags & elf::EF_PPC64_ABI != 2 {
@@ -272,6 +278,7 @@ fn ppc64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
 }
 
 /// ppc32: patchable entries where the compiler supports them, else -pg.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn ppc32(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     let patchable = match cx.config {
         Some(c) => c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"),
@@ -314,24 +321,26 @@ pub const PPC_ADD_R2_R2_R12: u32 = 0x7c42_6214;
 impl Adjust {
     /// The candidate ips for a location; `global_entry` says whether the two
     /// instructions at the location are the clang global-entry pair.
+    #[must_use]
     pub fn candidates(self, addr: u64, global_entry: bool) -> ([u64; 2], usize) {
         match self {
-            Adjust::Identity => ([addr, 0], 1),
             Adjust::Add(n) => ([addr + n, 0], 1),
             Adjust::AnyOf(a, b) => ([addr + a, addr + b], 2),
             Adjust::ClangGlobalEntry if global_entry => ([addr, addr + 8], 2),
-            Adjust::ClangGlobalEntry => ([addr, 0], 1),
+            Adjust::Identity | Adjust::ClangGlobalEntry => ([addr, 0], 1),
         }
     }
 
     /// Whether the candidates depend on the code at the location. Only
     /// clang's ppc64 adjust reads code: touching .text for every entry on
     /// every arch would double the pages we fault in.
+    #[must_use]
     pub fn reads_code(self) -> bool {
         self == Adjust::ClangGlobalEntry
     }
 
     /// Whether the 8 bytes at a location are the clang global-entry pair.
+    #[must_use]
     pub fn is_global_entry(insns: &[u8], big_endian: bool) -> bool {
         insns.len() == 8
             && crate::elf::read_uint(&insns[..4], big_endian) == u64::from(PPC_LD_R2_R12_M8)
@@ -358,7 +367,7 @@ pub struct Rule {
     pub adjust: Adjust,
     /// ppc64's `module_init_section()` returns false: `.init*` is core text.
     pub init_in_core: bool,
-    /// Without CONFIG_MODULE_UNLOAD, `.exit*` goes to init memory.
+    /// Without `CONFIG_MODULE_UNLOAD`, `.exit*` goes to init memory.
     pub mod_unload: bool,
     /// Where the numbers came from, for `--verbose`.
     pub basis: &'static str,
@@ -367,6 +376,7 @@ pub struct Rule {
 impl Rule {
     /// The decision input for one entry: its candidate record ips, after
     /// `ftrace_call_adjust()`.
+    #[must_use]
     pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
         match &entry.target {
             Target::Odd(why) => Input::Odd(why.clone()),
@@ -380,6 +390,7 @@ impl Rule {
         }
     }
 
+    #[must_use]
     pub fn region(&self, section_name: &str) -> Region {
         let init = !self.init_in_core
             && (section_name.starts_with(".init") || (!self.mod_unload && section_name.starts_with(".exit")));
@@ -405,7 +416,7 @@ pub enum NoCheck {
         machine: u16,
         is_64: bool,
     },
-    /// An arch whose kernel does not define FTRACE_MCOUNT_MAX_OFFSET.
+    /// An arch whose kernel does not define `FTRACE_MCOUNT_MAX_OFFSET`.
     NoMaxOffset(Arch),
     DynamicFtraceOff,
     NoVermagic,
@@ -464,6 +475,7 @@ pub struct Overrides {
 }
 
 /// Kernel release from vermagic (`7.2.13+deb14-amd64 SMP ...`).
+#[must_use]
 pub fn kernel_version(vermagic: &str) -> Option<Version> {
     let release = vermagic.split_whitespace().next()?;
     let mut parts = release.split(|c: char| !c.is_ascii_digit());

@@ -1,10 +1,12 @@
 //! Compressed modules (`.ko.xz`, `.ko.zst`, `.ko.gz`), as `make
-//! modules_install` leaves them with CONFIG_MODULE_COMPRESS_*.
+//! modules_install` leaves them with `CONFIG_MODULE_COMPRESS`_*.
 //!
 //! Recompression uses the kernel's own settings (scripts/Makefile.modinst):
 //! xz with a CRC32 check and a 1 MiB dictionary, because the in-kernel
 //! decoder rejects CRC64 and larger dictionaries; zstd at its default
 //! level; gzip without a name or timestamp (`gzip -n`).
+
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
 use crate::error::Error;
 
@@ -19,6 +21,7 @@ pub enum Format {
 pub const MAX_PAYLOAD: u64 = 1 << 30;
 
 impl Format {
+    #[must_use]
     pub fn detect(data: &[u8]) -> Option<Format> {
         if data.starts_with(b"\xfd7zXZ\0") {
             Some(Format::Xz)
@@ -31,6 +34,7 @@ impl Format {
         }
     }
 
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Format::Xz => "xz",

@@ -7,6 +7,12 @@
 //! size the kernel assumes, and indices must be in range. A file that fails
 //! any of this is rejected as a whole (see `Error`), never half-processed.
 
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "section indices come from 16- or 32-bit ELF fields, and offsets were checked against the file, a slice in memory"
+)]
+
 use object::elf::{self, FileHeader32, FileHeader64};
 use object::read::StringTable;
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
@@ -28,18 +34,21 @@ pub struct Section {
 }
 
 impl Section {
+    #[must_use]
     pub fn is_alloc(&self) -> bool {
         self.flags & u64::from(elf::SHF_ALLOC) != 0
     }
 
     /// Sections the module loader lays out in a text region
     /// (`__layout_sections()`: mask `SHF_EXECINSTR | SHF_ALLOC`).
+    #[must_use]
     pub fn is_alloc_exec(&self) -> bool {
         let mask = u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR);
         self.flags & mask == mask
     }
 
     /// The bytes this section occupies in the file, if any.
+    #[must_use]
     pub fn file_range(&self) -> Option<(u64, u64)> {
         if self.sh_type == elf::SHT_NOBITS || self.size == 0 {
             None
@@ -52,6 +61,7 @@ impl Section {
     /// The section's bytes in `data`, the file it was read from: empty when
     /// it has none. `parse_info` has checked that every section with bytes
     /// lies inside the file, so this only cuts.
+    #[must_use]
     pub fn bytes<'a>(&self, data: &'a [u8]) -> &'a [u8] {
         self.file_range()
             .and_then(|(a, b)| data.get(usize::try_from(a).ok()?..usize::try_from(b).ok()?))
@@ -77,15 +87,18 @@ pub struct ElfInfo {
 impl ElfInfo {
     /// The first section with this name that the loader would allocate,
     /// which is what `find_sec()` returns for the callsite table.
+    #[must_use]
     pub fn alloc_section(&self, name: &str) -> Option<usize> {
         self.sections.iter().position(|s| s.is_alloc() && s.name == name)
     }
 
+    #[must_use]
     pub fn word_size(&self) -> u64 {
         if self.is_64 { 8 } else { 4 }
     }
 
     /// File offset of a section header's `sh_size` field.
+    #[must_use]
     pub fn sh_size_field(&self, index: usize) -> u64 {
         let header = self.shoff + index as u64 * self.shentsize;
         // Elf32_Shdr: name, type, flags, addr, offset are 4 bytes each.
@@ -93,16 +106,19 @@ impl ElfInfo {
         header + if self.is_64 { 32 } else { 20 }
     }
 
+    #[must_use]
     pub fn endian(&self) -> Endianness {
         if self.big_endian { Endianness::Big } else { Endianness::Little }
     }
 
     /// A word of the module (4 or 8 bytes), in its byte order.
+    #[must_use]
     pub fn read_word(&self, bytes: &[u8]) -> u64 {
         read_uint(bytes, self.big_endian)
     }
 
     /// A word's bytes, in the module's byte order and width.
+    #[must_use]
     pub fn word_bytes(&self, value: u64) -> Vec<u8> {
         let endian = self.endian();
         if self.is_64 {
@@ -114,6 +130,7 @@ impl ElfInfo {
     }
 
     /// A word read as a signed addend (REL), sign-extended from its width.
+    #[must_use]
     pub fn signed_word(&self, value: u64) -> i64 {
         if self.is_64 { value.cast_signed() } else { i64::from((value as u32).cast_signed()) }
     }
@@ -133,13 +150,15 @@ pub struct LookupSymbol {
 }
 
 /// The NUL-terminated string at `offset` of a string table.
+#[must_use]
 pub fn string_at(strings: &[u8], offset: u32) -> &[u8] {
     let tail = strings.get(offset as usize..).unwrap_or_default();
     &tail[..tail.iter().position(|&c| c == 0).unwrap_or(tail.len())]
 }
 
 /// Mapping and local-label symbols that kallsyms skips
-/// (`is_mapping_symbol()`, include/linux/module_symbol.h, 7.2).
+/// (`is_mapping_symbol()`, `include/linux/module_symbol.h`, 7.2).
+#[must_use]
 pub fn is_mapping_symbol(name: &[u8]) -> bool {
     name.starts_with(b".L") || name.starts_with(b"L0") || name.starts_with(b"$")
 }
@@ -163,7 +182,7 @@ pub enum Odd {
         r_type: u32,
         abs_type: u32,
     },
-    /// The x86_64 loader refuses to relocate a non-zero word.
+    /// The `x86_64` loader refuses to relocate a non-zero word.
     NonZeroWord {
         value: u64,
     },
@@ -268,6 +287,7 @@ pub struct Extracted<'a> {
 }
 
 impl Extracted<'_> {
+    #[must_use]
     pub fn stripped_locals(&self) -> bool {
         self.local_functions == 0
     }
@@ -288,6 +308,7 @@ pub enum Extraction<'a> {
 
 impl<'a> Extraction<'a> {
     /// The table, if there is one to act on.
+    #[must_use]
     pub fn table(self) -> Option<Extracted<'a>> {
         match self {
             Extraction::Table(x) => Some(x),
@@ -297,16 +318,14 @@ impl<'a> Extraction<'a> {
 }
 
 /// An unsigned integer of 2, 4 or 8 bytes (else 0), in the given byte order.
+#[must_use]
 pub fn read_uint(bytes: &[u8], big_endian: bool) -> u64 {
     let endian = if big_endian { Endianness::Big } else { Endianness::Little };
-    if let Ok(b) = bytes.try_into() {
-        endian.read_u64_bytes(b)
-    } else if let Ok(b) = bytes.try_into() {
-        u64::from(endian.read_u32_bytes(b))
-    } else if let Ok(b) = bytes.try_into() {
-        u64::from(endian.read_u16_bytes(b))
-    } else {
-        0
+    match bytes.len() {
+        8 => bytes.try_into().map_or(0, |b| endian.read_u64_bytes(b)),
+        4 => bytes.try_into().map_or(0, |b| u64::from(endian.read_u32_bytes(b))),
+        2 => bytes.try_into().map_or(0, |b| u64::from(endian.read_u16_bytes(b))),
+        _ => 0,
     }
 }
 
@@ -805,6 +824,7 @@ fn check_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) -> Re
 }
 
 /// Bytes of section `section` at `offset`, if they are in the file.
+#[must_use]
 pub fn section_bytes<'a>(data: &'a [u8], info: &ElfInfo, section: u32, offset: u64, len: u64) -> Option<&'a [u8]> {
     let bytes = info.sections.get(section as usize)?.bytes(data);
     let from = usize::try_from(offset).ok()?;

@@ -2,6 +2,9 @@
 //! place, atomically, or to `-o`; compressed modules are unpacked and
 //! packed again around the same analysis.
 
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+#![allow(clippy::cast_possible_truncation, reason = "a file read whole is at most READ_LIMIT bytes")]
+
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
@@ -17,7 +20,7 @@ use crate::process::{Analysis, CompressedPolicy, LeftAlone, Options, analyze};
 /// amdgpu.ko; but every mmap and munmap takes the address space's lock, and
 /// with -j2 over Debian's 4,216 modules the two threads spent their time
 /// waiting on it (two threads: 0.21 s, two processes: 0.13 s). Most modules
-/// are small enough that one read() is cheaper than a mapping.
+/// are small enough that one `read()` is cheaper than a mapping.
 enum Contents {
     Read(Vec<u8>),
     Mapped(memmap2::Mmap),

@@ -1,3 +1,5 @@
+#![allow(clippy::struct_excessive_bools, reason = "Cli holds independent command-line switches")]
+
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -35,10 +37,10 @@ struct Cli {
     /// Kernel .config or include/config/auto.conf the modules were built with
     #[arg(long, value_name = "FILE")]
     kconfig: Option<PathBuf>,
-    /// Override FTRACE_MCOUNT_MAX_OFFSET (default: from --kconfig, else the widest the arch allows)
+    /// Override `FTRACE_MCOUNT_MAX_OFFSET` (default: from --kconfig, else the widest the arch allows)
     #[arg(long, value_name = "N")]
     max_offset: Option<u64>,
-    /// The callsite section the kernel reads (__mcount_loc or __patchable_function_entries)
+    /// The callsite section the kernel reads (__`mcount_loc` or __`patchable_function_entries`)
     #[arg(long, value_name = "NAME")]
     section: Option<String>,
     /// What to do with a signed module
@@ -56,7 +58,7 @@ struct Cli {
     /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
     #[arg(long)]
     tree: bool,
-    /// Worker threads [default: $RPM_BUILD_NCPUS, else the available CPUs]
+    /// Worker threads [default: $`RPM_BUILD_NCPUS`, else the available CPUs]
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
 }

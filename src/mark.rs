@@ -1,7 +1,7 @@
 //! The `mcount=` modinfo tag: the kernel's per-module proof that this tool
 //! ran on this exact file and left no doubt.
 //!
-//! A kernel with the series in `kernel/` (CONFIG_FTRACE_MCOUNT_ZEROED_MODULES)
+//! A kernel with the series in `kernel/` (`CONFIG_FTRACE_MCOUNT_ZEROED_MODULES`)
 //! gives every module `mcount=unchecked`, and skips its per-record kallsyms
 //! check only for modules that say `mcount=zeroed`. Skipping it for a module
 //! that still has a stale entry makes the kernel WARN, so the tag is flipped
@@ -9,6 +9,8 @@
 //! built for. The value is rewritten in place and padded with NULs: the
 //! kernel's `module_next_tag_pair()` and kmod's modinfo reader skip NUL
 //! runs, and no offset or size in the file moves.
+
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
 use crate::elf::ElfInfo;
 use crate::error::Error;
@@ -34,6 +36,7 @@ pub enum Tag {
 
 /// The first `mcount=` tag, read the way the kernel's `get_modinfo()` reads
 /// `.modinfo`: NUL-terminated strings, runs of NULs skipped.
+#[must_use]
 pub fn find(image: &[u8], info: &ElfInfo) -> Tag {
     let Some(modinfo) = info.sections.iter().find(|s| s.name == ".modinfo") else {
         return Tag::Absent;
@@ -91,7 +94,7 @@ pub fn step(tag: &Tag, proof: &Proof) -> Result<Step, Error> {
         bytes
     };
     Ok(match (tag, proof) {
-        (Tag::Absent, _) => Step::default(),
+        (Tag::Absent, _) | (Tag::Zeroed { .. }, Proof::Proven) => Step::default(),
         (Tag::Unchecked { at }, Proof::Proven) => Step {
             write: Some(Write { offset: *at, bytes: padded(ZEROED, UNCHECKED.len()) }),
             change: Some("mcount=unchecked -> zeroed"),
@@ -101,7 +104,6 @@ pub fn step(tag: &Tag, proof: &Proof) -> Result<Step, Error> {
         (Tag::Unchecked { .. }, Proof::CannotJudge(why) | Proof::Doubt(why)) => {
             Step { detail: Some(format!("leave mcount=unchecked: {why}")), ..Step::default() }
         }
-        (Tag::Zeroed { .. }, Proof::Proven) => Step::default(),
         (Tag::Zeroed { .. }, Proof::CannotJudge(why)) => Step {
             detail: Some(format!("keep mcount=zeroed from an earlier run: this run cannot judge it ({why})")),
             ..Step::default()

@@ -9,6 +9,12 @@
 //! ppc and i386 loaders reject it). The file keeps its size and every other
 //! section; only a dropped signature shortens it.
 
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "every offset and length was checked against the image, a slice in memory"
+)]
+
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -33,6 +39,10 @@ pub struct Plan {
 impl Plan {
     /// Plan the removal of the entries at `zero` (indices into
     /// `callsite.entries`) from a module whose ELF image is `image`.
+    ///
+    /// # Panics
+    ///
+    /// Never: the one `expect` is on a list just checked to be non-empty.
     pub fn new(image: &[u8], info: &ElfInfo, callsite: &Callsite, zero: &[usize]) -> Result<Plan, Error> {
         let mut writes = Vec::new();
         if zero.is_empty() {
@@ -90,6 +100,7 @@ impl Plan {
         self.check(image_len)
     }
 
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.truncate.is_none()
     }
@@ -111,6 +122,7 @@ impl Plan {
     }
 
     /// The planned result as a new buffer.
+    #[must_use]
     pub fn apply_to(&self, data: &[u8]) -> Vec<u8> {
         let len = self.truncate.map_or(data.len(), |t| t as usize);
         let mut out = data[..len].to_vec();

@@ -1,6 +1,9 @@
 //! One module's bytes, start to end: read, decide, plan. Writing them is
 //! [`crate::file`]'s job, and happens only after the plan is complete.
 
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+#![allow(clippy::struct_excessive_bools, reason = "Options holds independent command-line switches")]
+
 pub use crate::file::process_file;
 
 use std::fmt::Write as _;
@@ -82,6 +85,7 @@ pub enum LeftAlone {
 }
 
 impl LeftAlone {
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             LeftAlone::Signed => "signed",
@@ -171,6 +175,7 @@ fn proof(opts: &Options, doubts: usize) -> Proof {
 }
 
 impl Analysis {
+    #[must_use]
     pub fn skipped(kind: LeftAlone, reason: String, warnings: Vec<String>) -> Analysis {
         Analysis {
             plan: Plan::default(),
@@ -197,17 +202,14 @@ struct Decided {
 }
 
 impl Decided {
-    fn nothing(left: Option<(LeftAlone, String)>, reason: &str, proof: Proof) -> Decided {
-        let summary = format!("nothing to do: {reason}");
-        Decided { plan: Plan::default(), zeroed: 0, left, proof, details: Vec::new(), summary }
-    }
-
     fn unchanged(reason: &str, proof: Proof) -> Decided {
-        Decided::nothing(None, reason, proof)
+        let summary = format!("nothing to do: {reason}");
+        Decided { plan: Plan::default(), zeroed: 0, left: None, proof, details: Vec::new(), summary }
     }
 
     fn left(kind: LeftAlone, reason: String, proof: Proof) -> Decided {
-        Decided::nothing(Some((kind, reason.clone())), &reason, proof)
+        let base = Decided::unchanged(&reason, proof);
+        Decided { left: Some((kind, reason)), ..base }
     }
 
     /// Add the tag write and the dropped signature, and say how it ended:
@@ -220,12 +222,13 @@ impl Decided {
         mut warnings: Vec<String>,
     ) -> Result<Analysis, Error> {
         let Decided { mut plan, zeroed, left, mut details, mut summary, proof: _ } = self;
-        details.extend(step.detail);
-        warnings.extend(step.warning);
-        let marked = step.write.is_some();
-        if let Some(write) = step.write {
+        let mark::Step { write, change, detail, warning } = step;
+        details.extend(detail);
+        warnings.extend(warning);
+        let marked = write.is_some();
+        if let Some(write) = write {
             plan.add(write, image_len)?;
-            let _ = write!(summary, "; {}", step.change.unwrap_or("mcount= tag rewritten"));
+            let _ = write!(summary, "; {}", change.unwrap_or("mcount= tag rewritten"));
         }
         let mut notes = Vec::new();
         let stripped = truncate.is_some();
@@ -272,7 +275,7 @@ fn decide_module(
     };
     let entries = &extracted.callsite.entries;
     let stripped = extracted.stripped_locals();
-    let symbols = SymbolIndex::new(extracted.symbols, extracted.strings);
+    let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
     let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
     let mut details = Vec::new();
     let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {

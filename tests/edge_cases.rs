@@ -2,6 +2,10 @@
 //! is refused is refused clearly and left byte-identical; what is valid,
 //! however unusual, is processed correctly; nothing blocks or allocates
 //! from an unvalidated size.
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
 
 mod common;
 
@@ -249,7 +253,7 @@ fn a_read_only_file_is_refused_in_every_mode() {
     // and rename it over the read-only one, as `sed -i` would).
     let original = module();
     for writable_dir in [false, true] {
-        let dir = Scratch::new(&format!("readonly{}", writable_dir as u8));
+        let dir = Scratch::new(&format!("readonly{}", u8::from(writable_dir)));
         let path = dir.file("m.ko", &original);
         fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
         if writable_dir && euid() == 0 {
@@ -347,8 +351,8 @@ fn extended_section_numbering_in_section_zero() {
 }
 
 /// The real thing: more than 0xff00 sections, written by object, with the
-/// text sections (and so the symbols the relocations use) past SHN_LORESERVE
-/// (symbols then use SHN_XINDEX and .symtab_shndx), and the callsite table
+/// text sections (and so the symbols the relocations use) past `SHN_LORESERVE`
+/// (symbols then use `SHN_XINDEX` and `.symtab_shndx`), and the callsite table
 /// near the start of the file, below section 0's `sh_size` (the count).
 #[test]
 fn a_module_with_more_than_0xff00_sections() {
@@ -452,7 +456,7 @@ fn relocation_sections_that_are_not_whole_entries_are_refused() {
 }
 
 /// Two callsite sections with one name. The kernel's `find_sec()` takes the
-/// first with SHF_ALLOC; the other one, and its relocations, stay as they are.
+/// first with `SHF_ALLOC`; the other one, and its relocations, stay as they are.
 #[test]
 fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
     // (first is allocated, second is allocated): the first is used.
@@ -481,7 +485,7 @@ fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
         let file = object::File::parse(&*out).unwrap();
         let counts: Vec<usize> =
             file.sections().filter(|s| s.name() == Ok("__mcount_loc")).map(|s| s.relocations().count()).collect();
-        let used = if first_alloc { 0 } else { 1 };
+        let used = usize::from(!first_alloc);
         let mut expected = vec![2, 2];
         expected[used] = 1;
         assert_eq!(counts, expected, "first allocated: {first_alloc}");

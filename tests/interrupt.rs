@@ -5,6 +5,14 @@
 //! in between. A kill can leave the run's temporary file
 //! (`.NAME.zwm-PID.tmp`) behind; the test counts those, checks their names,
 //! and checks that the next run that rewrites the module removes them.
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
+#![allow(
+    clippy::case_sensitive_file_extension_comparisons,
+    reason = "the temporary names are the tool's own, lower-case"
+)]
 
 mod common;
 

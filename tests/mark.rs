@@ -1,6 +1,11 @@
 //! The `mcount=` modinfo tag: flipped to `zeroed` only when the run proves
 //! the module clean, back to `unchecked` when a run finds doubt, never
 //! otherwise; and the flipped file reads the same in kmod's `modinfo`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::doc_markdown,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
 
 mod common;
 

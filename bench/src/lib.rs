@@ -111,7 +111,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
         ..Shape::default()
     };
     let t = Instant::now();
-    let symbols = SymbolIndex::new(x.symbols.clone(), x.strings);
+    let symbols = SymbolIndex::new(&x.symbols, x.strings);
     p.sort = t.elapsed();
     let t = Instant::now();
     let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));

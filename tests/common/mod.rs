@@ -1,6 +1,12 @@
 //! Synthetic kernel modules written with `object::write`, and an independent
 //! reader (object's generic `read` API, not our ELF layer) to check results.
 #![allow(dead_code)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
 
 use std::ffi::OsStr;
 use std::fs;
@@ -219,7 +225,7 @@ pub fn entries(data: &[u8], callsite: &str, adjust: u64) -> Vec<(String, u64)> {
 /// Byte ranges of the file that may legitimately change: the callsite
 /// relocation section, its `sh_size` field, and the callsite words.
 pub fn changeable(data: &[u8], callsite: &str) -> Vec<(usize, usize)> {
-    let file = object::read::elf::ElfFile64::<Endianness>::parse(data).map(|_| true).unwrap_or(false);
+    let file = object::read::elf::ElfFile64::<Endianness>::parse(data).is_ok();
     let parsed = object::File::parse(data).unwrap();
     let mut ranges = Vec::new();
     let is_64 = file;
@@ -334,7 +340,7 @@ impl Rng {
     }
 }
 
-/// An x86_64 module with `n` functions of 16 bytes, each with a callsite
+/// An `x86_64` module with `n` functions of 16 bytes, each with a callsite
 /// entry; every 7th has lost its symbol (an overridden weak body), so its
 /// entry is zeroed. `n` = 100,000 gives a file of about 7 MB.
 pub fn big_module(n: usize) -> Vec<u8> {
