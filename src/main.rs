@@ -79,29 +79,10 @@ fn main() -> ExitCode {
         Ok(k) => k,
         Err(e) => return usage(&e.to_string()),
     };
-
-    let mut files = Vec::new();
-    let mut tree = cli.tree;
-    let mut failed = false;
-    for path in &cli.paths {
-        if path.is_dir() {
-            tree = true;
-            match walk::modules(path) {
-                Ok(found) => files.extend(found),
-                Err(e) => {
-                    eprintln!("{NAME}: {}: error: cannot walk: {e}", path.display());
-                    failed = true;
-                }
-            }
-        } else if cli.tree {
-            return usage(&format!("--tree: {} is not a directory", path.display()));
-        } else {
-            files.push(path.clone());
-        }
-    }
-    if cli.output.is_some() && (tree || files.len() != 1) {
-        return usage("--output takes exactly one input file");
-    }
+    let Inputs { files, tree, walk_failed } = match inputs(&cli) {
+        Ok(inputs) => inputs,
+        Err(msg) => return usage(&msg),
+    };
 
     let opts = Options {
         check: cli.check,
@@ -132,12 +113,55 @@ fn main() -> ExitCode {
     if progress {
         eprint!("\r\x1b[K");
     }
+    let failed = report(&results, tree, opts.check) || walk_failed;
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
 
+/// The module files to process.
+struct Inputs {
+    files: Vec<PathBuf>,
+    /// A directory was given (or `--tree`): tree mode.
+    tree: bool,
+    /// A directory could not be walked (already reported).
+    walk_failed: bool,
+}
+
+/// The files the command line names, directories walked; `Err` is a usage
+/// error.
+fn inputs(cli: &Cli) -> Result<Inputs, String> {
+    let mut files = Vec::new();
+    let mut tree = cli.tree;
+    let mut walk_failed = false;
+    for path in &cli.paths {
+        if path.is_dir() {
+            tree = true;
+            match walk::modules(path) {
+                Ok(found) => files.extend(found),
+                Err(e) => {
+                    eprintln!("{NAME}: {}: error: cannot walk: {e}", path.display());
+                    walk_failed = true;
+                }
+            }
+        } else if cli.tree {
+            return Err(format!("--tree: {} is not a directory", path.display()));
+        } else {
+            files.push(path.clone());
+        }
+    }
+    if cli.output.is_some() && (tree || files.len() != 1) {
+        return Err("--output takes exactly one input file".into());
+    }
+    Ok(Inputs { files, tree, walk_failed })
+}
+
+/// Print every file's lines and, in tree mode, the summary; true if the
+/// run failed (an error, or `--check` found a file to change).
+fn report(results: &[Done], tree: bool, check: bool) -> bool {
     let mut changed = 0;
     let mut unchanged = 0;
     let mut errors = 0;
     let mut skipped: BTreeMap<LeftAlone, usize> = BTreeMap::new();
-    for done in &results {
+    for done in results {
         for line in &done.lines {
             eprintln!("{line}");
         }
@@ -157,13 +181,13 @@ fn main() -> ExitCode {
         let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();
         let skipped_total: usize = skipped.values().sum();
         eprintln!(
-            "{NAME}: {total} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
-            if opts.check { "would change" } else { "changed" },
+            "{NAME}: {} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
+            results.len(),
+            if check { "would change" } else { "changed" },
             if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
         );
     }
-    failed |= errors > 0 || (opts.check && changed > 0);
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    errors > 0 || (check && changed > 0)
 }
 
 fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
