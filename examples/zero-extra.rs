@@ -5,7 +5,7 @@
 //!     cargo run --release --example zero-extra -- IN OUT
 
 use zero_weak_mcount::arch::{self, Overrides, Scope};
-use zero_weak_mcount::decide::{self, Layout, Verdict};
+use zero_weak_mcount::decide::{self, Layout, SymbolIndex, Verdict};
 use zero_weak_mcount::elf;
 use zero_weak_mcount::plan::Plan;
 
@@ -22,14 +22,14 @@ fn main() {
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
     let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().table().expect("no callsite relocations");
-    let layout = Layout::new(&info.sections, &x.symbols, x.strings, |n| rule.region(n));
+    let symbols = SymbolIndex::new(&x.symbols, x.strings);
+    let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
     let mut extra = None;
-    let decisions =
-        decide::all(&data, &info, &rule, &x.callsite.entries, (&x.symbols, x.strings), &layout, |i, _, verdict| {
-            if extra.is_none() && *verdict == Verdict::Valid {
-                extra = Some(i);
-            }
-        });
+    let decisions = decide::all(&data, &info, &rule, &x.callsite.entries, &symbols, &layout, |i, _, verdict| {
+        if extra.is_none() && *verdict == Verdict::Valid {
+            extra = Some(i);
+        }
+    });
     let mut zero = decisions.zero;
     let extra = extra.expect("no valid entry to break");
     zero.push(extra);

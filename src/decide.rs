@@ -17,101 +17,97 @@
 use crate::arch::{Region, Rule};
 use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section};
 
-/// Where a lookup finds the nearest symbol at or below an address.
-pub trait Lookup<'a> {
-    /// The nearest symbol of `section` at or below `offset`; among several
-    /// at that address, the first in table order (the one the kernel
-    /// reports).
-    fn at_or_below(&self, section: u32, offset: u64) -> Option<LookupSymbol>;
-    fn name(&self, symbol: &LookupSymbol) -> &'a [u8];
-}
-
-/// The nearest symbol at or below each of a set of query addresses, found
-/// without sorting the symbols: the queries are sorted (callsites come in
-/// address order, so that is nearly free), each symbol is placed once by a
-/// binary search among them, and one sweep carries each placement forward.
-/// O(symbols · log queries + queries), where the kernel's scan is
-/// O(queries × symbols); amdgpu has twice as many symbols as callsites.
+/// The symbols of a module, sorted so that the nearest symbol at or below an
+/// address is one binary search away: O((entries + symbols) · log symbols),
+/// where the kernel's scan is O(entries × symbols).
+///
+/// Each symbol is one `u128` key, section | value | position, so the sort
+/// compares integers, and among symbols at one address the first in table
+/// order (the one the kernel reports) comes first.
 #[derive(Debug, Clone)]
-pub struct Nearest<'a> {
-    /// The queries, `section << 64 | offset`, sorted and without repeats.
-    queries: Vec<u128>,
-    /// For each query, the nearest symbol at or below it, if any.
-    answers: Vec<Option<Found>>,
+pub struct SymbolIndex<'a> {
+    keys: Vec<u128>,
+    /// Name offsets, by table position.
+    names: Vec<u32>,
     strings: &'a [u8],
+    /// Where the last search ended. Callsites come in address order, so
+    /// the next answer is usually a few keys further: galloping from here
+    /// beats a binary search over all symbols.
+    hint: std::cell::Cell<usize>,
 }
 
-/// A symbol found for a query: its value and position in the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Found {
-    value: u64,
-    position: u32,
-    name: u32,
+fn key(section: u32, value: u64, position: u32) -> u128 {
+    (u128::from(section) << 96) | (u128::from(value) << 32) | u128::from(position)
 }
 
-impl Found {
-    /// Whether `self` is a better answer than `other` for one query: nearer,
-    /// or as near and earlier in the table.
-    fn beats(self, other: Option<Found>) -> bool {
-        other.is_none_or(|o| self.value > o.value || (self.value == o.value && self.position < o.position))
-    }
+/// The key without its position: which address it names.
+fn address(key: u128) -> u128 {
+    key >> 32
 }
 
-fn query(section: u32, offset: u64) -> u128 {
-    (u128::from(section) << 64) | u128::from(offset)
-}
-
-impl<'a> Nearest<'a> {
-    /// Answer `queries` (section, offset) from `symbols`, in table order;
-    /// `strings` is the table their names are in.
+impl<'a> SymbolIndex<'a> {
+    /// `symbols` in table order; `strings` is the table their names are in.
+    #[must_use]
     ///
     /// # Panics
     ///
     /// With more than 2^32 symbols (a symbol table that large does not fit
     /// in a module file the ELF reader accepted).
-    pub fn new(queries: impl IntoIterator<Item = (u32, u64)>, symbols: &[LookupSymbol], strings: &'a [u8]) -> Self {
+    pub fn new(symbols: &[LookupSymbol], strings: &'a [u8]) -> Self {
         assert!(u32::try_from(symbols.len()).is_ok(), "positions are 32 bits");
-        let mut queries: Vec<u128> = queries.into_iter().map(|(section, offset)| query(section, offset)).collect();
-        queries.sort_unstable();
-        queries.dedup();
-        let mut answers: Vec<Option<Found>> = vec![None; queries.len()];
-        // Each symbol is the candidate of the first query at or above it;
-        // a query's bucket holds the symbols after the previous query.
-        for (position, s) in symbols.iter().enumerate() {
-            let at = query(s.section, s.value);
-            let k = queries.partition_point(|&q| q < at);
-            if k < queries.len() && (queries[k] >> 64) as u32 == s.section {
-                let found = Found { value: s.value, position: position as u32, name: s.name };
-                if found.beats(answers[k]) {
-                    answers[k] = Some(found);
-                }
-            }
-        }
-        // A query's answer is the best of its bucket and its predecessor's
-        // answer, within one section. Buckets hold disjoint addresses, so
-        // "best" is simply the nearest.
-        for k in 1..queries.len() {
-            if queries[k] >> 64 == queries[k - 1] >> 64
-                && let Some(before) = answers[k - 1]
-                && before.beats(answers[k])
-            {
-                answers[k] = Some(before);
-            }
-        }
-        Nearest { queries, answers, strings }
-    }
-}
-
-impl<'a> Lookup<'a> for Nearest<'a> {
-    /// # Panics
-    ///
-    /// If (`section`, `offset`) was not one of the queries.
-    fn at_or_below(&self, section: u32, offset: u64) -> Option<LookupSymbol> {
-        let k = self.queries.binary_search(&query(section, offset)).expect("a query given to Nearest::new");
-        self.answers[k].map(|f| LookupSymbol { section, value: f.value, name: f.name })
+        let mut keys: Vec<u128> = symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
+        keys.sort_unstable();
+        let names = symbols.iter().map(|s| s.name).collect();
+        SymbolIndex { keys, names, strings, hint: std::cell::Cell::new(0) }
     }
 
-    fn name(&self, symbol: &LookupSymbol) -> &'a [u8] {
+    fn symbol(&self, key: u128) -> LookupSymbol {
+        LookupSymbol { section: (key >> 96) as u32, value: (key >> 32) as u64, name: self.names[key as u32 as usize] }
+    }
+
+    /// How many keys are at most `q`.
+    fn count_at_most(&self, q: u128) -> usize {
+        let keys = &self.keys[..];
+        let start = self.hint.get().min(keys.len());
+        let end = if start > 0 && keys[start - 1] > q {
+            keys[..start].partition_point(|&k| k <= q)
+        } else {
+            // keys[..start] are all <= q: gallop forward.
+            let (mut lo, mut step) = (start, 1);
+            while lo + step <= keys.len() && keys[lo + step - 1] <= q {
+                lo += step;
+                step *= 2;
+            }
+            lo + keys[lo..(lo + step).min(keys.len())].partition_point(|&k| k <= q)
+        };
+        self.hint.set(end);
+        end
+    }
+
+    /// The nearest symbol of `section` at or below `offset`.
+    pub fn at_or_below(&self, section: u32, offset: u64) -> Option<LookupSymbol> {
+        let end = self.count_at_most(key(section, offset, u32::MAX));
+        let last = *self.keys[..end].last()?;
+        if (last >> 96) as u32 != section {
+            return None;
+        }
+        // Step back to the first symbol at that address, if there are several.
+        let first = if end >= 2 && address(self.keys[end - 2]) == address(last) {
+            self.keys[..end].partition_point(|&k| address(k) < address(last))
+        } else {
+            end - 1
+        };
+        Some(self.symbol(self.keys[first]))
+    }
+
+    /// The symbols of `section`, by address.
+    pub fn in_section(&self, section: u32) -> impl DoubleEndedIterator<Item = LookupSymbol> + '_ {
+        let start = self.keys.partition_point(|&k| (k >> 96) < u128::from(section));
+        let end = self.keys.partition_point(|&k| (k >> 96) <= u128::from(section));
+        self.keys[start..end].iter().map(|&k| self.symbol(k))
+    }
+
+    pub fn name(&self, symbol: &LookupSymbol) -> &'a [u8] {
         crate::elf::string_at(self.strings, symbol.name)
     }
 }
@@ -137,24 +133,7 @@ pub struct Layout {
 impl Layout {
     /// Model `__layout_sections()`: text sections are packed into their
     /// region in section-header order.
-    pub fn new(
-        sections: &[Section],
-        symbols: &[LookupSymbol],
-        strings: &[u8],
-        region: impl Fn(&str) -> Region,
-    ) -> Layout {
-        // Per section, the symbol furthest past its end (the last in table
-        // order among several at that address), in one pass.
-        let mut past_end: Vec<Option<(u64, usize)>> = vec![None; sections.len()];
-        for (position, sym) in symbols.iter().enumerate() {
-            let i = sym.section as usize;
-            if let Some(s) = sections.get(i)
-                && sym.value > s.size
-                && past_end[i].is_none_or(|(value, _)| sym.value >= value)
-            {
-                past_end[i] = Some((sym.value, position));
-            }
-        }
+    pub fn new(sections: &[Section], symbols: &SymbolIndex<'_>, region: impl Fn(&str) -> Region) -> Layout {
         let mut doubt = vec![None; sections.len()];
         let mut last: [Option<usize>; 2] = [None, None];
         let mut overhang: [Option<SectionDoubt>; 2] = [None, None];
@@ -168,11 +147,10 @@ impl Layout {
                 .or_else(|| last[r].map(|p| SectionDoubt::Preceded { by: sections[p].name.clone() }));
             last[r] = Some(i);
             if overhang[r].is_none()
-                && let Some((_, position)) = past_end[i]
+                && let Some(sym) = symbols.in_section(i as u32).rev().find(|sym| sym.value > s.size)
             {
-                let name = crate::elf::string_at(strings, symbols[position].name);
                 overhang[r] = Some(SectionDoubt::Overhang {
-                    symbol: String::from_utf8_lossy(name).into_owned(),
+                    symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
                     section: s.name.clone(),
                 });
             }
@@ -236,7 +214,7 @@ pub enum Verdict<'a> {
 ///
 /// If `input` has no candidate ip (`count` is 0): `Rule::input` always
 /// gives at least one.
-pub fn decide<'a>(input: &Input, symbols: &impl Lookup<'a>, layout: &Layout, max: u64) -> Verdict<'a> {
+pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max: u64) -> Verdict<'a> {
     let (section, ips) = match input {
         Input::Odd(odd) => return Verdict::Doubt(Doubt::Odd(odd.clone())),
         Input::Ips { section, ips, count } => (*section, &ips[..*count]),
@@ -286,30 +264,19 @@ pub struct Decisions {
 
 /// Decide every entry of a callsite table. This is the one per-entry
 /// pipeline: the tool, the benchmarks and the negative-control example all
-/// call it. `symbols` are the lookup symbols in table order, their names in
-/// `strings`; `each` sees every verdict, for `--verbose` and the like.
-#[allow(clippy::too_many_arguments, reason = "the parsed module's parts, each needed once")]
+/// call it. `each` sees every verdict, for `--verbose` and the like.
 pub fn all<'a>(
     image: &[u8],
     info: &ElfInfo,
     rule: &Rule,
     entries: &[Entry],
-    (symbols, strings): (&[LookupSymbol], &'a [u8]),
+    symbols: &SymbolIndex<'a>,
     layout: &Layout,
     mut each: impl FnMut(usize, &Entry, &Verdict<'a>),
 ) -> Decisions {
-    let inputs: Vec<Input> = entries.iter().map(|entry| rule.input(image, info, entry)).collect();
-    let queries = inputs.iter().flat_map(|input| {
-        let (section, ips, count) = match input {
-            &Input::Ips { section, ips, count } => (section, ips, count),
-            Input::Odd(_) => (0, [0; 2], 0),
-        };
-        ips.into_iter().take(count).map(move |ip| (section, ip))
-    });
-    let nearest = Nearest::new(queries, symbols, strings);
     let mut out = Decisions::default();
-    for (i, (entry, input)) in entries.iter().zip(&inputs).enumerate() {
-        let verdict = decide(input, &nearest, layout, rule.max_offset);
+    for (i, entry) in entries.iter().enumerate() {
+        let verdict = decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset);
         match &verdict {
             Verdict::Valid => {}
             Verdict::Zero { .. } => out.zero.push(i),
@@ -357,24 +324,12 @@ mod tests {
     }
 
     /// Section 0 is the null section, 1 is `.text`, as in a real module.
-    /// Answers each lookup with a `Nearest` built for that one query.
-    struct Index(Vec<LookupSymbol>);
-
-    impl Lookup<'static> for Index {
-        fn at_or_below(&self, section: u32, offset: u64) -> Option<LookupSymbol> {
-            Nearest::new([(section, offset)], &self.0, STRINGS).at_or_below(section, offset)
-        }
-
-        fn name(&self, symbol: &LookupSymbol) -> &'static [u8] {
-            crate::elf::string_at(STRINGS, symbol.name)
-        }
-    }
-
-    fn setup(symbols: &[LookupSymbol], sections: Vec<Section>) -> (Index, Layout) {
+    fn setup(symbols: &[LookupSymbol], sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
+        let index = SymbolIndex::new(symbols, STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
-        let layout = Layout::new(&all, symbols, STRINGS, region);
-        (Index(symbols.to_vec()), layout)
+        let layout = Layout::new(&all, &index, region);
+        (index, layout)
     }
 
     #[test]
@@ -426,10 +381,10 @@ mod tests {
         let (s, l) = setup(&[sym(1, 0x10, "f")], sections.clone());
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
         // ppc64 puts .init.text in core text, right after .text.
-        let index = Index(vec![sym(1, 0x10, "f")]);
+        let index = SymbolIndex::new(&[sym(1, 0x10, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
-        let merged = Layout::new(&all, &index.0, STRINGS, |_| Region::Text);
+        let merged = Layout::new(&all, &index, |_| Region::Text);
         assert!(matches!(decide(&at(2, 0), &index, &merged, 16), Verdict::Doubt(_)));
     }
 
@@ -503,9 +458,8 @@ mod tests {
     }
 
     #[test]
-    fn one_walk_over_the_symbols_agrees_with_a_scan_for_every_query() {
-        // Deterministic pseudo-random symbols (several at one address, with
-        // different names) and queries, in and out of order, some repeated.
+    fn galloping_from_the_last_answer_agrees_with_a_binary_search() {
+        // Deterministic pseudo-random symbols and queries, in and out of order.
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             x ^= x << 13;
@@ -513,25 +467,16 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let names = ["a", "b", "c", "f", "g", "h"];
-        let symbols: Vec<_> =
-            (0..500).map(|i| sym((next() % 3) as u32 + 1, next() % 512 * 8, names[i % names.len()])).collect();
-        // The kernel's answer: the nearest at or below, the first in table order.
-        let scan = |section: u32, offset: u64| {
-            symbols.iter().filter(|s| s.section == section && s.value <= offset).fold(
-                None::<LookupSymbol>,
-                |best, s| if best.is_none_or(|b| s.value > b.value) { Some(*s) } else { best },
-            )
-        };
+        let symbols: Vec<_> = (0..500).map(|_| sym((next() % 3) as u32 + 1, next() % 4096, "a")).collect();
+        let index = SymbolIndex::new(&symbols, STRINGS);
         let mut queries: Vec<(u32, u64)> = (0..2000).map(|_| ((next() % 4) as u32, next() % 5000)).collect();
-        queries.extend_from_within(..100);
         for sorted in [false, true] {
             if sorted {
                 queries.sort_unstable();
             }
-            let nearest = Nearest::new(queries.iter().copied(), &symbols, STRINGS);
             for &(section, offset) in &queries {
-                assert_eq!(nearest.at_or_below(section, offset), scan(section, offset), "{section} {offset}");
+                let q = key(section, offset, u32::MAX);
+                assert_eq!(index.count_at_most(q), index.keys.partition_point(|&k| k <= q), "{section} {offset}");
             }
         }
     }

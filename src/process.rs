@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use crate::arch::{self, Overrides, Rule, Scope};
 use crate::compress::Format;
-use crate::decide::{self, Layout, Verdict};
+use crate::decide::{self, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, Extraction, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
@@ -275,10 +275,10 @@ fn decide_module(
     };
     let entries = &extracted.callsite.entries;
     let stripped = extracted.stripped_locals();
-    let symbols = (&extracted.symbols[..], extracted.strings);
-    let layout = Layout::new(&info.sections, symbols.0, symbols.1, |name| rule.region(name));
+    let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
+    let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
     let mut details = Vec::new();
-    let decisions = decide::all(image, info, rule, entries, symbols, &layout, |_, entry, verdict| {
+    let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {
         if opts.verbose && *verdict != Verdict::Valid {
             details.push(describe(info, rule, entry, verdict));
         }

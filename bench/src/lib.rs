@@ -15,7 +15,7 @@ use object::Endianness;
 use object::elf::{FileHeader32, FileHeader64, SHN_UNDEF};
 use object::read::elf::{FileHeader, Sym};
 use zero_weak_mcount::arch::{self, Overrides, Rule, Scope};
-use zero_weak_mcount::decide::{self, Decisions, Input, Layout};
+use zero_weak_mcount::decide::{self, Decisions, Input, Layout, SymbolIndex};
 use zero_weak_mcount::elf::{self, ElfInfo, Extracted, is_mapping_symbol};
 use zero_weak_mcount::plan::Plan;
 use zero_weak_mcount::signature;
@@ -53,8 +53,15 @@ pub fn tool_extract<'a>(image: &'a [u8], info: &ElfInfo, rule: &Rule) -> Res<Opt
 }
 
 /// Phase 5 (decide): the library's own per-entry pipeline.
-pub fn tool_decide(image: &[u8], info: &ElfInfo, rule: &Rule, x: &Extracted<'_>, layout: &Layout) -> Decisions {
-    decide::all(image, info, rule, &x.callsite.entries, (&x.symbols, x.strings), layout, |_, _, _| {})
+pub fn tool_decide(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    x: &Extracted<'_>,
+    symbols: &SymbolIndex<'_>,
+    layout: &Layout,
+) -> Decisions {
+    decide::all(image, info, rule, &x.callsite.entries, symbols, layout, |_, _, _| {})
 }
 
 /// Timings of one pass of the tool's phases over one image.
@@ -104,14 +111,13 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
         ..Shape::default()
     };
     let t = Instant::now();
-    // Nothing is sorted any more: the symbols are walked once inside
-    // decide::all. The phase stays in the table, at zero.
+    let symbols = SymbolIndex::new(&x.symbols, x.strings);
     p.sort = t.elapsed();
     let t = Instant::now();
-    let layout = Layout::new(&info.sections, &x.symbols, x.strings, |name| rule.region(name));
+    let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
     p.layout = t.elapsed();
     let t = Instant::now();
-    let d = tool_decide(image, &info, &rule, &x, &layout);
+    let d = tool_decide(image, &info, &rule, &x, &symbols, &layout);
     p.decide = t.elapsed();
     let t = Instant::now();
     let plan = Plan::new(image, &info, &x.callsite, &d.zero)?;

@@ -1,5 +1,5 @@
 //! Baseline "naive": the tool's flow (`--check`, nothing written) with the
-//! kernel's O(entries x symbols) search in place of the tool's lookup (decide::Nearest).
+//! kernel's O(entries x symbols) search in place of the sorted index.
 //! Same parsing and planning code (the library's); only the search differs.
 //!
 //! usage: zwm-naive FILE...   (exit 1 if any file would change, like --check)
