@@ -379,7 +379,7 @@ impl Rule {
     #[must_use]
     pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
         match &entry.target {
-            Target::Odd(why) => Input::Odd(why.clone()),
+            Target::Odd(why) => Input::Odd((**why).clone()),
             &Target::At { section, offset } => {
                 let global_entry = self.adjust.reads_code()
                     && crate::elf::section_bytes(image, info, section, offset, 8)

@@ -169,7 +169,15 @@ pub enum Target {
     /// A plain location: `offset` bytes into section `section`.
     At { section: u32, offset: u64 },
     /// Something the rule does not cover; the entry is kept, for this reason.
-    Odd(Odd),
+    /// Boxed: odd entries are rare, and this keeps every `Entry` small.
+    Odd(Box<Odd>),
+}
+
+impl Target {
+    #[must_use]
+    pub fn odd(why: Odd) -> Target {
+        Target::Odd(Box::new(why))
+    }
 }
 
 /// Why a callsite relocation is not the plain shape the rule is about.
@@ -666,16 +674,16 @@ fn entries<Elf: FileHeader<Endian = Endianness>>(
             )));
         }
         let target = if r_offset % word != 0 {
-            Target::Odd(Odd::Unaligned { offset: r_offset })
+            Target::odd(Odd::Unaligned { offset: r_offset })
         } else if r.r_type != abs_type {
-            Target::Odd(Odd::RelocType { r_type: r.r_type, abs_type })
+            Target::odd(Odd::RelocType { r_type: r.r_type, abs_type })
         } else {
             let at = usize::try_from(r_offset).map_err(malformed)?;
             let word_value = info.read_word(&words[at..at + word as usize]);
             match r.addend {
                 // The x86_64 loader refuses to relocate a non-zero word; we
                 // do not guess what such a module means.
-                Some(_) if word_value != 0 => Target::Odd(Odd::NonZeroWord { value: word_value }),
+                Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
                 Some(a) => resolve(symtab, info, r.r_sym, a),
                 // REL: the addend is the word itself, read as signed.
                 None => resolve(symtab, info, r.r_sym, info.signed_word(word_value)),
@@ -701,42 +709,42 @@ fn resolve<Elf: FileHeader<Endian = Endianness>>(
 ) -> Target {
     let endian = info.endian();
     if r_sym == 0 {
-        return Target::Odd(Odd::NullSymbol);
+        return Target::odd(Odd::NullSymbol);
     }
     let index = object::SymbolIndex(r_sym as usize);
     let Ok(sym) = symtab.symbol(index) else {
-        return Target::Odd(Odd::SymbolOutOfRange { symbol: r_sym });
+        return Target::odd(Odd::SymbolOutOfRange { symbol: r_sym });
     };
     let shndx = sym.st_shndx(endian);
     match shndx {
-        elf::SHN_UNDEF => return Target::Odd(Odd::Undefined),
-        elf::SHN_ABS => return Target::Odd(Odd::Absolute),
-        elf::SHN_COMMON => return Target::Odd(Odd::Common),
+        elf::SHN_UNDEF => return Target::odd(Odd::Undefined),
+        elf::SHN_ABS => return Target::odd(Odd::Absolute),
+        elf::SHN_COMMON => return Target::odd(Odd::Common),
         _ => {}
     }
     if sym.st_bind() == elf::STB_WEAK {
-        return Target::Odd(Odd::Weak);
+        return Target::odd(Odd::Weak);
     }
     let section = match symtab.symbol_section(endian, sym, index) {
         Ok(Some(s)) => s.0,
-        _ => return Target::Odd(Odd::NoSectionIndex { symbol: r_sym, shndx }),
+        _ => return Target::odd(Odd::NoSectionIndex { symbol: r_sym, shndx }),
     };
     let Some(target) = info.sections.get(section) else {
-        return Target::Odd(Odd::NoSuchSection { symbol: r_sym, section });
+        return Target::odd(Odd::NoSuchSection { symbol: r_sym, section });
     };
     if !target.is_alloc_exec() {
-        return Target::Odd(Odd::NotCode { section: target.name.clone() });
+        return Target::odd(Odd::NotCode { section: target.name.clone() });
     }
     // Code has bytes in the file; this also bounds offsets by the file size,
     // so the per-arch adjust cannot overflow.
     if target.sh_type == elf::SHT_NOBITS {
-        return Target::Odd(Odd::NoBits { section: target.name.clone() });
+        return Target::odd(Odd::NoBits { section: target.name.clone() });
     }
     let value: u64 = sym.st_value(endian).into();
     let offset = i128::from(value.cast_signed()) + i128::from(addend);
     match u64::try_from(offset) {
         Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
-        _ => Target::Odd(Odd::Outside { section: target.name.clone(), offset }),
+        _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),
     }
 }
 
@@ -839,7 +847,7 @@ fn mark_shared_words(entries: &mut [Entry], word: u64) {
     for pair in by_word.windows(2) {
         if pair[0].0 == pair[1].0 {
             for &(w, reloc) in pair {
-                entries[reloc].target = Target::Odd(Odd::SharedWord { offset: w * word });
+                entries[reloc].target = Target::odd(Odd::SharedWord { offset: w * word });
             }
         }
     }
