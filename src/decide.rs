@@ -47,12 +47,12 @@ fn address(key: u128) -> u128 {
 
 impl<'a> SymbolIndex<'a> {
     /// `symbols` in table order; `strings` is the table their names are in.
-    #[must_use]
     ///
     /// # Panics
     ///
     /// With more than 2^32 symbols (a symbol table that large does not fit
     /// in a module file the ELF reader accepted).
+    #[must_use]
     pub fn new(symbols: &[LookupSymbol], strings: &'a [u8]) -> Self {
         assert!(u32::try_from(symbols.len()).is_ok(), "positions are 32 bits");
         let mut keys: Vec<u128> = symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
