@@ -5,10 +5,9 @@
 //!     cargo run --release --example zero-extra -- IN OUT
 
 use zero_weak_mcount::arch::{self, Overrides, Scope};
-use zero_weak_mcount::decide::{Layout, SymbolIndex, Verdict, decide};
+use zero_weak_mcount::decide::{self, Layout, SymbolIndex, Verdict};
 use zero_weak_mcount::elf;
 use zero_weak_mcount::plan::Plan;
-use zero_weak_mcount::process::input_for;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -22,21 +21,19 @@ fn main() {
         panic!("the kernel does not check this module");
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
-    let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().unwrap();
-    let symbols = SymbolIndex::new(x.symbols.clone(), x.strings);
+    let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().table().expect("no callsite relocations");
+    let symbols = SymbolIndex::new(&x.symbols, x.strings);
     let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
-    let mut zero = Vec::new();
     let mut extra = None;
-    for (i, e) in x.callsite.entries.iter().enumerate() {
-        match decide(&input_for(&data, &info, &rule, e), &symbols, &layout, rule.max_offset) {
-            Verdict::Zero { .. } => zero.push(i),
-            Verdict::Valid if extra.is_none() => extra = Some(i),
-            _ => {}
+    let decisions = decide::all(&data, &info, &rule, &x.callsite.entries, &symbols, &layout, |i, _, verdict| {
+        if extra.is_none() && *verdict == Verdict::Valid {
+            extra = Some(i);
         }
-    }
+    });
+    let mut zero = decisions.zero;
     let extra = extra.expect("no valid entry to break");
     zero.push(extra);
-    zero.sort();
+    zero.sort_unstable();
     let plan = Plan::new(&data, &info, &x.callsite, &zero).unwrap();
     std::fs::write(output, plan.apply_to(&data)).unwrap();
     eprintln!("zero-extra: zeroed {} entries, including valid entry {extra}", zero.len());

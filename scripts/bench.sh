@@ -42,8 +42,8 @@ SYNTH_SIZES=(1000 10000 100000 1000000)
 [ "$QUICK" = 1 ] && SYNTH_SIZES=(1000 10000 100000)
 BATCH=64            # files per tool process in xargs mode
 
-log() { printf 'bench: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+PROG=bench
+. "$REPO/scripts/lib.sh"
 
 for t in hyperfine /usr/bin/time xz python3 cargo find xargs; do
     command -v "$t" >/dev/null ||
@@ -56,9 +56,8 @@ rm -f "$RES"/*.json "$RES"/*.txt "$RES"/*.tsv
 
 # --- build ------------------------------------------------------------------
 log "building (cargo build --release, and bench/)"
-(cd "$REPO" && cargo build --release --quiet)
+TOOL=$(find_tool) || exit 1
 (cd "$REPO/bench" && cargo build --release --quiet)
-TOOL=$REPO/target/release/zero-weak-mcount
 BB=$REPO/bench/target/release
 NAIVE=$BB/zwm-naive
 READLIMIT=$BB/zwm-readlimit
@@ -140,7 +139,8 @@ fi
 # --- 4. the whole tree ------------------------------------------------------
 # Tree mode (`zero-weak-mcount --check -j N DIR`) when the binary has it;
 # until then the file-mode binary over find | xargs -P N. One line to switch:
-if "$TOOL" --help 2>&1 | grep -qE -- '(^|[[:space:],])-j[ ,]'; then TREE_NATIVE=1; else TREE_NATIVE=0; fi
+help=$("$TOOL" --help 2>&1)
+if grep -qE -- '(^|[[:space:],])-j[ ,]' <<<"$help"; then TREE_NATIVE=1; else TREE_NATIVE=0; fi
 tree_tool() {  # $1 = jobs
     if [ "$TREE_NATIVE" = 1 ]; then
         echo "$TOOL --check -j $1 $TREE"

@@ -38,8 +38,8 @@ E2E=$REPO/scripts/e2e
 PY=(python3 "$E2E/zwm_e2e.py")
 FETCH=$REPO/scripts/fetch-debian-kernel.sh
 
-log() { printf 'e2e: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+PROG=e2e
+. "$REPO/scripts/lib.sh"
 
 ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el negative"
 cases=$ALL_CASES
@@ -60,38 +60,17 @@ for c in $cases; do
 done
 
 # --- host tools ---------------------------------------------------------------
-need_pkgs=()
-command -v qemu-system-x86_64 >/dev/null || need_pkgs+=(qemu-system-x86)
-case "$cases" in *ppc64el*)
-    command -v qemu-system-ppc64 >/dev/null || need_pkgs+=(qemu-system-ppc);; esac
-[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx insmod ||
-    need_pkgs+=(busybox-static)
-command -v cpio >/dev/null || need_pkgs+=(cpio)
-command -v xz >/dev/null || need_pkgs+=(xz-utils)
-command -v python3 >/dev/null || need_pkgs+=(python3)
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-    log "installing host packages: ${need_pkgs[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=600 update -q >&2 || log "warning: apt-get update failed"
-    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
-        "${need_pkgs[@]}" >&2 || die "apt-get install ${need_pkgs[*]} failed"
-fi
+needs=("qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 python3")
+case "$cases" in *ppc64el*) needs+=("qemu-system-ppc64 qemu-system-ppc");; esac
+missing_packages "${needs[@]}"
+has_line insmod /bin/busybox --list || MISSING+=(busybox-static)
+install_packages "${MISSING[@]}"
 HOST_BUSYBOX=/bin/busybox
 
 # --- the tool -------------------------------------------------------------------
 # $ZWM if given; else target/release/zero-weak-mcount, brought up to date with
 # `cargo build --release` (a no-op when it is) so that the sources are tested.
-if [ -n "${ZWM:-}" ]; then
-    case "$ZWM" in /*) ;; *) ZWM=$PWD/$ZWM;; esac
-    [ -x "$ZWM" ] || die "ZWM=$ZWM is not an executable"
-else
-    ZWM=$REPO/target/release/zero-weak-mcount
-    if command -v cargo >/dev/null; then
-        log "cargo build --release"
-        (cd "$REPO" && cargo build --release -q >&2) || die "cargo build --release failed"
-    fi
-    [ -x "$ZWM" ] || die "no tool at $ZWM (cargo build --release did not make it)"
-fi
+ZWM=$(find_tool "${ZWM:-}") || exit 1
 
 if [ -z "$work" ]; then
     work=$(mktemp -d /tmp/zwm-e2e.XXXXXX)

@@ -15,7 +15,8 @@ secs=${1:-60}
 [ $# -gt 0 ] && shift
 targets=${*:-analyze apply}
 
-if ! rustc --version | grep -q nightly; then
+version=$(rustc --version)
+if [[ $version != *nightly* ]]; then
 	export RUSTC_BOOTSTRAP=1
 fi
 # Debug assertions on (overflow checks find what release would wrap).

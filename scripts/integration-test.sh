@@ -31,11 +31,10 @@ set -euo pipefail
 # "make[1]: Entering directory" lines, no inherited -j or -s).
 unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 
-log() { printf 'integration: %s\n' "$*" >&2; }
-die() { printf 'integration: error: %s\n' "$*" >&2; exit 1; }
-
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
+PROG=integration REPO=$repo
+. "$here/lib.sh"
 kver=""
 tool=""
 only="kbuild,kbuild72,dkms,rpm,deb"
@@ -67,15 +66,8 @@ start=$(date +%s)
 [[ "$kver" =~ ^[0-9][A-Za-z0-9.+_-]*$ ]] || die "bad KVER '$kver'"
 
 # --- prerequisites ---------------------------------------------------------------
-APT=(apt-get -o DPkg::Lock::Timeout=600)
-export DEBIAN_FRONTEND=noninteractive
-need_pkgs=()
-need() { # need CMD-OR-PATH PACKAGE
-	case "$1" in
-	/*) [ -e "$1" ] || need_pkgs+=("$2") ;;
-	*) command -v "$1" >/dev/null 2>&1 || need_pkgs+=("$2") ;;
-	esac
-}
+needs=()
+need() { needs+=("$1 $2"); } # need CMD-OR-PATH PACKAGE
 need make make
 need gcc-12 gcc-12
 need readelf binutils
@@ -89,25 +81,13 @@ if want dkms; then need dkms dkms; fi
 if want rpm; then need rpmbuild rpm; need rpm2cpio rpm2cpio; fi
 if want deb; then need dpkg-buildpackage dpkg-dev; need dh debhelper; need fakeroot fakeroot; fi
 if want kbuild72; then need flock util-linux; need /usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring; fi
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-	[ "$install" = 1 ] || die "missing packages: ${need_pkgs[*]} (rerun without --no-install, or apt-get install them)"
-	log "installing: ${need_pkgs[*]}"
-	"${APT[@]}" install -y -qq --no-install-recommends "${need_pkgs[@]}" >&2 || {
-		log "apt-get install failed; running apt-get update once and retrying"
-		"${APT[@]}" update -qq >&2 || die "apt-get update failed"
-		"${APT[@]}" install -y -qq --no-install-recommends "${need_pkgs[@]}" >&2 ||
-			die "cannot install: ${need_pkgs[*]}"
-	}
+missing_packages "${needs[@]}"
+if [ ${#MISSING[@]} -gt 0 ] && [ "$install" != 1 ]; then
+	die "missing packages: ${MISSING[*]} (rerun without --no-install, or apt-get install them)"
 fi
+install_packages "${MISSING[@]}"
 
-if [ -z "$tool" ]; then
-	tool=$repo/target/release/zero-weak-mcount
-	command -v cargo >/dev/null 2>&1 || die "cargo not found; build the tool or pass --tool"
-	log "cargo build --release"
-	(cd "$repo" && cargo build --release --quiet) || die "cargo build --release failed"
-fi
-tool=$(readlink -f "$tool")
-[ -x "$tool" ] || die "tool not executable: $tool"
+tool=$(find_tool "$tool") || exit 1
 "$tool" --version >/dev/null 2>&1 || die "$tool --version fails"
 log "tool: $tool ($("$tool" --version))"
 

@@ -88,7 +88,8 @@ if [ ${#missing[@]} -gt 0 ]; then
         die "apt-get install ${missing[*]} failed"
 fi
 if [ $quick = 0 ]; then
-    /bin/busybox --list | grep -qx insmod || die "/bin/busybox has no insmod (apt-get install busybox-static)"
+    applets=$(/bin/busybox --list 2>/dev/null || true)
+    grep -qx insmod <<<"$applets" || die "/bin/busybox has no insmod (apt-get install busybox-static)"
 fi
 
 # --- the source ------------------------------------------------------------------

@@ -2,22 +2,304 @@
 //! recorded location into a record's ip (`ftrace_call_adjust()`), and how far
 //! past a symbol a valid record may lie (`FTRACE_MCOUNT_MAX_OFFSET`).
 //!
-//! Only x86 and powerpc define FTRACE_MCOUNT_MAX_OFFSET. Everywhere else the
-//! kernel keeps weak records (named after the preceding symbol), so zeroing
+//! Only x86 and powerpc define `FTRACE_MCOUNT_MAX_OFFSET`
+//! (`arch/x86/include/asm/ftrace.h`, `arch/powerpc/include/asm/ftrace.h`).
+//! Everywhere else `test_for_valid_rec()` (kernel/trace/ftrace.c) keeps
+//! every record, naming weak ones after the preceding symbol, so zeroing
 //! them would hide what the kernel shows: those modules are left alone.
 //!
 //! Where the kernel config is unknown we pick the largest offset any config
 //! could have: a larger offset only keeps more entries, a smaller one than
-//! the kernel's would zero valid ones. See kernel-rules.md §0, §2 and §10.
+//! the kernel's would zero valid ones.
+//!
+//! The facts are data: [`Arch`] comes from `e_machine` and the ELF class,
+//! [`ROWS`] holds one row per arch and kernel-version range, and each row
+//! names the small function that picks its table, adjust and offset from
+//! the config. A rule for a new kernel range is a new row; a new kind of
+//! check (such as "inside a function symbol" for arm64, riscv and s390) is a
+//! new [`Check`] variant that its rows name.
+
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+
+use std::fmt;
 
 use object::elf;
 
-use crate::elf::{ElfInfo, RelocShape};
+use crate::decide::Input;
+use crate::elf::{ElfInfo, Entry, RelocShape, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 
 pub const MCOUNT_LOC: &str = "__mcount_loc";
 pub const PATCHABLE: &str = "__patchable_function_entries";
+
+/// The architecture a module was built for, from `e_machine` and the ELF
+/// class, as `scripts/sorttable.c` tells them apart (`switch (e_machine)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    X86_64,
+    I386,
+    Ppc64,
+    Ppc32,
+    Arm64,
+    Arm,
+    Riscv,
+    S390,
+    LoongArch,
+    Mips,
+    Parisc,
+    Sparc,
+    Sh,
+    Csky,
+    Microblaze,
+}
+
+impl Arch {
+    /// The arch of a module, or `None` for a machine no kernel builds
+    /// modules for with ftrace (or a class that arch does not use).
+    #[must_use]
+    pub fn from_elf(machine: u16, is_64: bool) -> Option<Arch> {
+        Some(match (machine, is_64) {
+            (elf::EM_X86_64, true) => Arch::X86_64,
+            (elf::EM_386, false) => Arch::I386,
+            (elf::EM_PPC64, true) => Arch::Ppc64,
+            (elf::EM_PPC, false) => Arch::Ppc32,
+            (elf::EM_AARCH64, _) => Arch::Arm64,
+            (elf::EM_ARM, _) => Arch::Arm,
+            (elf::EM_RISCV, _) => Arch::Riscv,
+            (elf::EM_S390, _) => Arch::S390,
+            (elf::EM_LOONGARCH, _) => Arch::LoongArch,
+            (elf::EM_MIPS, _) => Arch::Mips,
+            (elf::EM_PARISC, _) => Arch::Parisc,
+            (elf::EM_SPARCV9 | elf::EM_SPARC, _) => Arch::Sparc,
+            (elf::EM_SH, _) => Arch::Sh,
+            (elf::EM_CSKY, _) => Arch::Csky,
+            (elf::EM_MICROBLAZE, _) => Arch::Microblaze,
+            _ => return None,
+        })
+    }
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::I386 => "i386",
+            Arch::Ppc64 => "ppc64",
+            Arch::Ppc32 => "ppc32",
+            Arch::Arm64 => "arm64",
+            Arch::Arm => "arm",
+            Arch::Riscv => "riscv",
+            Arch::S390 => "s390",
+            Arch::LoongArch => "loongarch",
+            Arch::Mips => "mips",
+            Arch::Parisc => "parisc",
+            Arch::Sparc => "sparc",
+            Arch::Sh => "sh",
+            Arch::Csky => "csky",
+            Arch::Microblaze => "microblaze",
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A kernel release, `major.minor`.
+pub type Version = (u32, u32);
+
+/// The kind of check the kernel makes of each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// `test_for_valid_rec()`: a symbol at most `FTRACE_MCOUNT_MAX_OFFSET`
+    /// bytes before the record ip.
+    MaxOffset,
+}
+
+/// What one row's family function picks from the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    pub section: &'static str,
+    pub max_offset: u64,
+    pub adjust: Adjust,
+    /// Where the numbers came from, for `--verbose`.
+    pub basis: &'static str,
+}
+
+/// What a family function sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    pub info: &'a ElfInfo,
+    pub config: Option<&'a Kconfig>,
+}
+
+impl Ctx<'_> {
+    fn has(&self, section: &str) -> bool {
+        self.info.alloc_section(section).is_some()
+    }
+}
+
+/// The facts of one arch over one range of kernel releases.
+#[derive(Debug)]
+pub struct Row {
+    pub arch: Arch,
+    /// The Kconfig symbol that says a config was made for this arch.
+    pub config_symbol: &'static str,
+    /// The releases this row holds for: `since` included, `until` excluded.
+    pub since: Version,
+    pub until: Option<Version>,
+    /// What an older kernel lacks, for the reason it is left alone.
+    pub older: &'static str,
+    pub shape: RelocShape,
+    /// `module_init_section()` returns false: `.init*` is core text.
+    pub init_in_core: bool,
+    /// Without a config, which table the kernel reads is a guess; `--section`
+    /// may settle it.
+    pub table_needs_config: bool,
+    pub check: Check,
+    /// Table, adjust and offset for a config, or why the kernel does not check.
+    pub choose: fn(Ctx<'_>) -> Result<Choice, NoCheck>,
+}
+
+impl Row {
+    fn holds_for(&self, version: Version) -> bool {
+        version >= self.since && self.until.is_none_or(|until| version < until)
+    }
+}
+
+const fn shape(rela: bool, abs_type: u32) -> RelocShape {
+    RelocShape { rela, abs_type }
+}
+
+/// The arches whose kernel checks module callsites, by release range.
+///
+/// `FTRACE_MCOUNT_MAX_OFFSET` appeared for x86 in 6.0. For powerpc, the 7.2
+/// rules (zero entries skipped before the adjust in `ftrace_process_locs()`,
+/// out-of-line patchable entries) are only established from 6.13 on; older
+/// powerpc kernels are left alone rather than guessed at.
+pub static ROWS: &[Row] = &[
+    Row {
+        arch: Arch::X86_64,
+        config_symbol: "X86_64",
+        since: (6, 0),
+        until: None,
+        older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
+        shape: shape(true, elf::R_X86_64_64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::MaxOffset,
+        choose: x86_64,
+    },
+    Row {
+        arch: Arch::I386,
+        config_symbol: "X86_32",
+        since: (6, 0),
+        until: None,
+        older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
+        shape: shape(false, elf::R_386_32),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::MaxOffset,
+        choose: i386,
+    },
+    Row {
+        arch: Arch::Ppc64,
+        config_symbol: "PPC64",
+        since: (6, 13),
+        until: None,
+        older: "predates the powerpc rules this tool models (6.13)",
+        shape: shape(true, elf::R_PPC64_ADDR64),
+        init_in_core: true,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc64,
+    },
+    Row {
+        arch: Arch::Ppc32,
+        config_symbol: "PPC32",
+        since: (6, 13),
+        until: None,
+        older: "predates the powerpc rules this tool models (6.13)",
+        shape: shape(true, elf::R_PPC_ADDR32),
+        init_in_core: false,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc32,
+    },
+];
+
+/// `x86_64`: `FTRACE_MCOUNT_MAX_OFFSET` is `ENDBR_INSN_SIZE`, 4 with IBT, else 0.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn x86_64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    let (max_offset, basis) = match cx.config {
+        Some(c) => (if c.enabled("X86_KERNEL_IBT") { 4 } else { 0 }, "IBT from --kconfig"),
+        None => (4, "IBT assumed: no --kconfig"),
+    };
+    Ok(Choice { section: MCOUNT_LOC, max_offset, adjust: Adjust::Identity, basis })
+}
+
+/// i386: IBT is x86_64-only, so `ENDBR_INSN_SIZE` is 0 on every config.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn i386(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(Choice { section: MCOUNT_LOC, max_offset: 0, adjust: Adjust::Identity, basis: "i386" })
+}
+
+/// ppc64 (arch/powerpc/include/asm/ftrace.h): `ELFv2` only; patchable entries
+/// or -mprofile-kernel, never plain -pg.
+fn ppc64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    if cx.info.e_flags & elf::EF_PPC64_ABI != 2 {
+        return Err(NoCheck::PpcElfV1);
+    }
+    let choice = |section, adjust, basis| Choice { section, max_offset: 16, adjust, basis };
+    Ok(match cx.config {
+        Some(c) if c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY") => {
+            let adjust = if !c.enabled("PPC_FTRACE_OUT_OF_LINE") {
+                Adjust::Add(if c.enabled("DYNAMIC_FTRACE_WITH_CALL_OPS") { 8 } else { 4 })
+            } else if c.enabled("CC_IS_CLANG") {
+                Adjust::ClangGlobalEntry
+            } else {
+                Adjust::Identity
+            };
+            choice(PATCHABLE, adjust, "patchable entries, from --kconfig")
+        }
+        Some(c) if c.enabled("MPROFILE_KERNEL") => {
+            choice(MCOUNT_LOC, Adjust::Identity, "-mprofile-kernel, from --kconfig")
+        }
+        Some(_) => return Err(NoCheck::PpcPlainPg),
+        // No table at all (a module with no traced code) is nothing to do
+        // either way; say so as "no table".
+        None if cx.has(PATCHABLE) || !cx.has(MCOUNT_LOC) => {
+            choice(PATCHABLE, Adjust::ClangGlobalEntry, "patchable entries; compiler unknown, so both clang candidates")
+        }
+        None => return Err(NoCheck::PpcMcountUnknown),
+    })
+}
+
+/// ppc32: patchable entries where the compiler supports them, else -pg.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn ppc32(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    let patchable = match cx.config {
+        Some(c) => c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"),
+        None => cx.has(PATCHABLE),
+    };
+    Ok(if patchable {
+        // The recorded location is one NOP before the function; the kernel
+        // adds 4, and 4 more with DYNAMIC_FTRACE_WITH_CALL_OPS.
+        let (adjust, basis) = match cx.config {
+            Some(c) if c.enabled("DYNAMIC_FTRACE_WITH_CALL_OPS") => {
+                (Adjust::Add(8), "patchable entries, from --kconfig")
+            }
+            Some(_) => (Adjust::Add(4), "patchable entries, from --kconfig"),
+            None => (Adjust::AnyOf(4, 8), "patchable entries, no --kconfig: widest case"),
+        };
+        Choice { section: PATCHABLE, max_offset: 16, adjust, basis }
+    } else {
+        let basis = if cx.config.is_some() { "-pg, from --kconfig" } else { "-pg, no --kconfig: widest case" };
+        Choice { section: MCOUNT_LOC, max_offset: 8, adjust: Adjust::Identity, basis }
+    })
+}
 
 /// `ftrace_call_adjust()`: the record ip(s) a location may become.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,14 +321,30 @@ pub const PPC_ADD_R2_R2_R12: u32 = 0x7c42_6214;
 impl Adjust {
     /// The candidate ips for a location; `global_entry` says whether the two
     /// instructions at the location are the clang global-entry pair.
+    #[must_use]
     pub fn candidates(self, addr: u64, global_entry: bool) -> ([u64; 2], usize) {
         match self {
-            Adjust::Identity => ([addr, 0], 1),
             Adjust::Add(n) => ([addr + n, 0], 1),
             Adjust::AnyOf(a, b) => ([addr + a, addr + b], 2),
             Adjust::ClangGlobalEntry if global_entry => ([addr, addr + 8], 2),
-            Adjust::ClangGlobalEntry => ([addr, 0], 1),
+            Adjust::Identity | Adjust::ClangGlobalEntry => ([addr, 0], 1),
         }
+    }
+
+    /// Whether the candidates depend on the code at the location. Only
+    /// clang's ppc64 adjust reads code: touching .text for every entry on
+    /// every arch would double the pages we fault in.
+    #[must_use]
+    pub fn reads_code(self) -> bool {
+        self == Adjust::ClangGlobalEntry
+    }
+
+    /// Whether the 8 bytes at a location are the clang global-entry pair.
+    #[must_use]
+    pub fn is_global_entry(insns: &[u8], big_endian: bool) -> bool {
+        insns.len() == 8
+            && crate::elf::read_uint(&insns[..4], big_endian) == u64::from(PPC_LD_R2_R12_M8)
+            && crate::elf::read_uint(&insns[4..], big_endian) == u64::from(PPC_ADD_R2_R2_R12)
     }
 }
 
@@ -62,20 +360,37 @@ pub enum Region {
 /// Everything the decision needs to know about the target kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
-    pub arch: &'static str,
+    pub arch: Arch,
     pub section: &'static str,
     pub shape: RelocShape,
     pub max_offset: u64,
     pub adjust: Adjust,
     /// ppc64's `module_init_section()` returns false: `.init*` is core text.
     pub init_in_core: bool,
-    /// Without CONFIG_MODULE_UNLOAD, `.exit*` goes to init memory.
+    /// Without `CONFIG_MODULE_UNLOAD`, `.exit*` goes to init memory.
     pub mod_unload: bool,
     /// Where the numbers came from, for `--verbose`.
-    pub basis: String,
+    pub basis: &'static str,
 }
 
 impl Rule {
+    /// The decision input for one entry: its candidate record ips, after
+    /// `ftrace_call_adjust()`.
+    #[must_use]
+    pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
+        match &entry.target {
+            Target::Odd(why) => Input::Odd((**why).clone()),
+            &Target::At { section, offset } => {
+                let global_entry = self.adjust.reads_code()
+                    && crate::elf::section_bytes(image, info, section, offset, 8)
+                        .is_some_and(|insns| Adjust::is_global_entry(insns, info.big_endian));
+                let (ips, count) = self.adjust.candidates(offset, global_entry);
+                Input::Ips { section, ips, count }
+            }
+        }
+    }
+
+    #[must_use]
     pub fn region(&self, section_name: &str) -> Region {
         let init = !self.init_in_core
             && (section_name.starts_with(".init") || (!self.mod_unload && section_name.starts_with(".exit")));
@@ -87,8 +402,69 @@ impl Rule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     Act(Rule),
-    /// The kernel does not check this module's callsites: nothing to do.
-    Skip(String),
+    /// The kernel does not check this module's callsites (or we cannot tell
+    /// that it does): nothing to do.
+    Unchecked(NoCheck),
+}
+
+/// Why the kernel does not check a module's callsites, or why we cannot
+/// tell that it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoCheck {
+    /// A machine (or class) no row knows.
+    UnknownMachine {
+        machine: u16,
+        is_64: bool,
+    },
+    /// An arch whose kernel does not define `FTRACE_MCOUNT_MAX_OFFSET`.
+    NoMaxOffset(Arch),
+    DynamicFtraceOff,
+    NoVermagic,
+    BadRelease(String),
+    /// A kernel older than every row of its arch; `lacks` says what it lacks.
+    TooOld {
+        version: Version,
+        lacks: &'static str,
+    },
+    PpcElfV1,
+    PpcPlainPg,
+    /// ppc64, `__mcount_loc`, no config.
+    PpcMcountUnknown,
+    /// ppc, `--section __mcount_loc`, no config.
+    PpcMcountSection,
+}
+
+impl fmt::Display for NoCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoCheck::UnknownMachine { machine, is_64 } => write!(
+                f,
+                "e_machine {machine} ({}-bit): not an architecture whose kernel checks ftrace callsites",
+                if *is_64 { 64 } else { 32 }
+            ),
+            NoCheck::NoMaxOffset(arch) => write!(
+                f,
+                "{arch}: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET here, so it keeps weak callsites"
+            ),
+            NoCheck::DynamicFtraceOff => {
+                f.write_str("CONFIG_DYNAMIC_FTRACE is off: the kernel ignores the callsite table")
+            }
+            NoCheck::NoVermagic => f.write_str("no vermagic in .modinfo: cannot tell which kernel this module is for"),
+            NoCheck::BadRelease(vermagic) => write!(f, "cannot read the kernel release in vermagic {vermagic:?}"),
+            NoCheck::TooOld { version: (major, minor), lacks } => write!(f, "kernel {major}.{minor} {lacks}"),
+            NoCheck::PpcElfV1 => f.write_str("ppc64 ELFv1: the kernel does not check weak callsites"),
+            NoCheck::PpcPlainPg => {
+                f.write_str("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")
+            }
+            NoCheck::PpcMcountUnknown => f.write_str(
+                "ppc64 with __mcount_loc: -mprofile-kernel (checked) and plain -pg (not checked) \
+                 cannot be told apart without --kconfig",
+            ),
+            NoCheck::PpcMcountSection => f.write_str(
+                "ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig",
+            ),
+        }
+    }
 }
 
 /// User overrides from the command line.
@@ -99,7 +475,8 @@ pub struct Overrides {
 }
 
 /// Kernel release from vermagic (`7.2.13+deb14-amd64 SMP ...`).
-pub fn kernel_version(vermagic: &str) -> Option<(u32, u32)> {
+#[must_use]
+pub fn kernel_version(vermagic: &str) -> Option<Version> {
     let release = vermagic.split_whitespace().next()?;
     let mut parts = release.split(|c: char| !c.is_ascii_digit());
     let major = parts.next()?.parse().ok()?;
@@ -107,203 +484,83 @@ pub fn kernel_version(vermagic: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-fn arch_of(info: &ElfInfo) -> Result<&'static str, String> {
-    Ok(match (info.machine, info.is_64) {
-        (elf::EM_X86_64, true) => "x86_64",
-        (elf::EM_386, false) => "i386",
-        (elf::EM_PPC64, true) => "ppc64",
-        (elf::EM_PPC, false) => "ppc32",
-        (elf::EM_AARCH64, _) => "arm64",
-        (elf::EM_ARM, _) => "arm",
-        (elf::EM_RISCV, _) => "riscv",
-        (elf::EM_S390, _) => "s390",
-        (elf::EM_LOONGARCH, _) => "loongarch",
-        (elf::EM_MIPS, _) => "mips",
-        (elf::EM_PARISC, _) => "parisc",
-        (elf::EM_SPARCV9 | elf::EM_SPARC, _) => "sparc",
-        (elf::EM_SH, _) => "sh",
-        (elf::EM_CSKY, _) => "csky",
-        (elf::EM_MICROBLAZE, _) => "microblaze",
-        (m, is_64) => return Err(format!("e_machine {m} ({}-bit)", if is_64 { 64 } else { 32 })),
-    })
-}
-
-/// The Kconfig symbol that says a config was made for this arch.
-fn config_arch_symbol(arch: &str) -> Option<&'static str> {
-    Some(match arch {
-        "x86_64" => "X86_64",
-        "i386" => "X86_32",
-        "ppc64" => "PPC64",
-        "ppc32" => "PPC32",
-        _ => return None,
-    })
-}
-
 /// Pick the rule for a module, or say why there is nothing to do.
 pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> Result<Scope, Error> {
-    let arch = match arch_of(info) {
-        Ok(a) => a,
-        Err(what) => {
-            return Ok(Scope::Skip(format!("{what}: not an architecture whose kernel checks ftrace callsites")));
-        }
-    };
-    let Some(cfg_symbol) = config_arch_symbol(arch) else {
-        return Ok(Scope::Skip(format!(
-            "{arch}: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET here, so it keeps weak callsites"
-        )));
-    };
+    match pick(info, config) {
+        Ok((row, rule)) => apply_overrides(row, rule, config.is_some(), over),
+        Err(Picked::Unchecked(why)) => Ok(Scope::Unchecked(why)),
+        Err(Picked::Error(e)) => Err(e),
+    }
+}
+
+enum Picked {
+    Unchecked(NoCheck),
+    Error(Error),
+}
+
+impl From<NoCheck> for Picked {
+    fn from(why: NoCheck) -> Picked {
+        Picked::Unchecked(why)
+    }
+}
+
+/// The row for this module's arch and kernel, and the rule it gives.
+fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule), Picked> {
+    let arch = Arch::from_elf(info.machine, info.is_64)
+        .ok_or(NoCheck::UnknownMachine { machine: info.machine, is_64: info.is_64 })?;
+    let mut rows = ROWS.iter().filter(|r| r.arch == arch).peekable();
+    let first = *rows.peek().ok_or(NoCheck::NoMaxOffset(arch))?;
     if let Some(c) = config {
-        if !c.enabled(cfg_symbol) {
-            return Err(Error::Config(format!("the config is not for {arch} (CONFIG_{cfg_symbol} is not set)")));
+        if !c.enabled(first.config_symbol) {
+            return Err(Picked::Error(Error::Config(format!(
+                "the config is not for {arch} (CONFIG_{} is not set)",
+                first.config_symbol
+            ))));
         }
         if !c.enabled("DYNAMIC_FTRACE") {
-            return Ok(Scope::Skip("CONFIG_DYNAMIC_FTRACE is off: the kernel ignores the callsite table".into()));
+            return Err(NoCheck::DynamicFtraceOff.into());
         }
     }
-
-    // FTRACE_MCOUNT_MAX_OFFSET appeared for x86 in 6.0. For powerpc, the
-    // 7.2 rules (zero entries skipped before the adjust, out-of-line
-    // patchable entries) are only established from 6.13 on; older powerpc
-    // kernels are left alone rather than guessed at.
-    let Some(vermagic) = info.vermagic.as_deref() else {
-        return Ok(Scope::Skip("no vermagic in .modinfo: cannot tell which kernel this module is for".into()));
-    };
-    let Some(version) = kernel_version(vermagic) else {
-        return Ok(Scope::Skip(format!("cannot read the kernel release in vermagic {vermagic:?}")));
-    };
-    let since = if arch.starts_with("ppc") { (6, 13) } else { (6, 0) };
-    if version < since {
-        return Ok(Scope::Skip(format!(
-            "kernel {}.{} {}",
-            version.0,
-            version.1,
-            if arch.starts_with("ppc") {
-                "predates the powerpc rules this tool models (6.13)"
-            } else {
-                "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites"
-            }
-        )));
-    }
-    let mod_unload = vermagic.split_whitespace().any(|w| w == "mod_unload");
-    let has = |name| info.alloc_section(name).is_some();
-    let basis_cfg = if config.is_some() { "from --kconfig" } else { "no --kconfig: widest case" };
-
-    let rule = |section, rela, abs_type, max_offset, adjust, basis: String| Rule {
+    let vermagic = info.vermagic.as_deref().ok_or(NoCheck::NoVermagic)?;
+    let version = kernel_version(vermagic).ok_or_else(|| NoCheck::BadRelease(vermagic.to_string()))?;
+    let row = rows.find(|r| r.holds_for(version)).ok_or(NoCheck::TooOld { version, lacks: first.older })?;
+    let choice = (row.choose)(Ctx { info, config })?;
+    let rule = Rule {
         arch,
-        section,
-        shape: RelocShape { rela, abs_type },
-        max_offset,
-        adjust,
-        init_in_core: arch == "ppc64",
-        mod_unload,
-        basis,
+        section: choice.section,
+        shape: row.shape,
+        max_offset: choice.max_offset,
+        adjust: choice.adjust,
+        init_in_core: row.init_in_core,
+        mod_unload: vermagic.split_whitespace().any(|w| w == "mod_unload"),
+        basis: choice.basis,
     };
+    Ok((row, rule))
+}
 
-    let mut rule = match arch {
-        "x86_64" => {
-            let max = match config {
-                Some(c) if c.enabled("X86_KERNEL_IBT") => 4,
-                Some(_) => 0,
-                None => 4,
-            };
-            rule(
-                MCOUNT_LOC,
-                true,
-                elf::R_X86_64_64,
-                max,
-                Adjust::Identity,
-                format!("IBT {}", if config.is_some() { "from --kconfig" } else { "assumed: no --kconfig" }),
-            )
-        }
-        // IBT is x86_64-only, so ENDBR_INSN_SIZE is 0 on every i386 config.
-        "i386" => rule(MCOUNT_LOC, false, elf::R_386_32, 0, Adjust::Identity, "i386".into()),
-        "ppc64" => {
-            if info.e_flags & elf::EF_PPC64_ABI != 2 {
-                return Ok(Scope::Skip("ppc64 ELFv1: the kernel does not check weak callsites".into()));
-            }
-            let abs = elf::R_PPC64_ADDR64;
-            match config {
-                Some(c) if c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY") => {
-                    let adjust = if !c.enabled("PPC_FTRACE_OUT_OF_LINE") {
-                        Adjust::Add(if c.enabled("DYNAMIC_FTRACE_WITH_CALL_OPS") { 8 } else { 4 })
-                    } else if c.enabled("CC_IS_CLANG") {
-                        Adjust::ClangGlobalEntry
-                    } else {
-                        Adjust::Identity
-                    };
-                    rule(PATCHABLE, true, abs, 16, adjust, "patchable entries, from --kconfig".into())
-                }
-                Some(c) if c.enabled("MPROFILE_KERNEL") => {
-                    rule(MCOUNT_LOC, true, abs, 16, Adjust::Identity, "-mprofile-kernel, from --kconfig".into())
-                }
-                Some(_) => {
-                    return Ok(Scope::Skip(
-                        "ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET".into(),
-                    ));
-                }
-                // No table at all (a module with no traced code) is
-                // nothing to do either way; say so as "no table".
-                None if has(PATCHABLE) || !has(MCOUNT_LOC) => rule(
-                    PATCHABLE,
-                    true,
-                    abs,
-                    16,
-                    Adjust::ClangGlobalEntry,
-                    "patchable entries; compiler unknown, so both clang candidates".into(),
-                ),
-                None => {
-                    return Ok(Scope::Skip(
-                        "ppc64 with __mcount_loc: -mprofile-kernel (checked) and plain -pg (not checked) \
-                         cannot be told apart without --kconfig"
-                            .into(),
-                    ));
-                }
-            }
-        }
-        "ppc32" => {
-            let abs = elf::R_PPC_ADDR32;
-            let pfe = match config {
-                Some(c) => c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"),
-                None => has(PATCHABLE),
-            };
-            if pfe {
-                // The recorded location is one NOP before the function; the
-                // kernel adds 4, and 4 more with DYNAMIC_FTRACE_WITH_CALL_OPS.
-                let adjust = match config {
-                    Some(c) if c.enabled("DYNAMIC_FTRACE_WITH_CALL_OPS") => Adjust::Add(8),
-                    Some(_) => Adjust::Add(4),
-                    None => Adjust::AnyOf(4, 8),
-                };
-                rule(PATCHABLE, true, abs, 16, adjust, format!("patchable entries, {basis_cfg}"))
-            } else {
-                rule(MCOUNT_LOC, true, abs, 8, Adjust::Identity, format!("-pg, {basis_cfg}"))
-            }
-        }
-        _ => unreachable!("config_arch_symbol covers exactly these"),
-    };
-
+/// `--section` and `--max-offset`, applied once, after the row's choice.
+fn apply_overrides(row: &Row, mut rule: Rule, configured: bool, over: &Overrides) -> Result<Scope, Error> {
     if let Some(section) = &over.section
         && section != rule.section
     {
-        let known = config.is_some() || !arch.starts_with("ppc");
+        let known = configured || !row.table_needs_config;
         if known || (section != MCOUNT_LOC && section != PATCHABLE) {
-            return Err(Error::Usage(format!(
-                "--section {section}: the {arch} kernel{} reads {}",
-                if config.is_some() { " of this config" } else { "" },
+            return Err(Error::Section(format!(
+                "--section {section}: the {} kernel{} reads {}",
+                rule.arch,
+                if configured { " of this config" } else { "" },
                 rule.section
             )));
         }
         // ppc without a config: the caller knows which table the build uses.
         if section == MCOUNT_LOC {
-            return Ok(Scope::Skip(
-                "ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig".into(),
-            ));
+            return Ok(Scope::Unchecked(NoCheck::PpcMcountSection));
         }
         rule.section = PATCHABLE;
     }
     if let Some(max) = over.max_offset {
         rule.max_offset = max;
-        rule.basis = "--max-offset".into();
+        rule.basis = "--max-offset";
     }
     Ok(Scope::Act(rule))
 }
@@ -324,5 +581,20 @@ mod tests {
         assert_eq!(Adjust::ClangGlobalEntry.candidates(0x40, true), ([0x40, 0x48], 2));
         assert_eq!(Adjust::ClangGlobalEntry.candidates(0x40, false).1, 1);
         assert_eq!(Adjust::Add(8).candidates(0x40, false), ([0x48, 0], 1));
+    }
+
+    #[test]
+    fn rows_of_one_arch_share_its_facts_and_do_not_overlap() {
+        for (i, a) in ROWS.iter().enumerate() {
+            for b in &ROWS[i + 1..] {
+                if a.arch != b.arch {
+                    continue;
+                }
+                assert_eq!(a.config_symbol, b.config_symbol, "{}", a.arch);
+                let a_before_b = a.until.is_some_and(|u| u <= b.since);
+                let b_before_a = b.until.is_some_and(|u| u <= a.since);
+                assert!(a_before_b || b_before_a, "{} rows overlap", a.arch);
+            }
+        }
     }
 }

@@ -1,10 +1,12 @@
 //! Compressed modules (`.ko.xz`, `.ko.zst`, `.ko.gz`), as `make
-//! modules_install` leaves them with CONFIG_MODULE_COMPRESS_*.
+//! modules_install` leaves them with `CONFIG_MODULE_COMPRESS`_*.
 //!
 //! Recompression uses the kernel's own settings (scripts/Makefile.modinst):
 //! xz with a CRC32 check and a 1 MiB dictionary, because the in-kernel
 //! decoder rejects CRC64 and larger dictionaries; zstd at its default
 //! level; gzip without a name or timestamp (`gzip -n`).
+
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
 use crate::error::Error;
 
@@ -19,6 +21,7 @@ pub enum Format {
 pub const MAX_PAYLOAD: u64 = 1 << 30;
 
 impl Format {
+    #[must_use]
     pub fn detect(data: &[u8]) -> Option<Format> {
         if data.starts_with(b"\xfd7zXZ\0") {
             Some(Format::Xz)
@@ -31,6 +34,7 @@ impl Format {
         }
     }
 
+    #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Format::Xz => "xz",
@@ -61,9 +65,9 @@ mod imp {
         reader
             .take(MAX_PAYLOAD + 1)
             .read_to_end(&mut out)
-            .map_err(|e| Error::Malformed(format!("{} stream: {e}", format.name())))?;
+            .map_err(|e| Error::Decompress(format!("{} stream: {e}", format.name())))?;
         if out.len() as u64 > MAX_PAYLOAD {
-            return Err(Error::Malformed(format!("{} payload is larger than 1 GiB", format.name())));
+            return Err(Error::Decompress(format!("{} payload is larger than 1 GiB", format.name())));
         }
         Ok(out)
     }
@@ -72,12 +76,12 @@ mod imp {
         match format {
             Format::Xz => {
                 let mut options =
-                    liblzma::stream::LzmaOptions::new_preset(6).map_err(|e| Error::Malformed(e.to_string()))?;
+                    liblzma::stream::LzmaOptions::new_preset(6).map_err(|e| Error::Compress(e.to_string()))?;
                 options.dict_size(1 << 20);
                 let mut filters = liblzma::stream::Filters::new();
                 filters.lzma2(&options);
                 let stream = liblzma::stream::Stream::new_stream_encoder(&filters, liblzma::stream::Check::Crc32)
-                    .map_err(|e| Error::Malformed(e.to_string()))?;
+                    .map_err(|e| Error::Compress(e.to_string()))?;
                 let mut enc = liblzma::write::XzEncoder::new_stream(Vec::new(), stream);
                 enc.write_all(data).map_err(io("xz"))?;
                 enc.finish().map_err(io("xz"))
@@ -98,7 +102,7 @@ mod imp {
     use crate::error::Error;
 
     fn missing(format: Format) -> Error {
-        Error::Usage(format!("built without the compression feature: cannot handle {} modules", format.name()))
+        Error::NoCompression(format.name())
     }
     pub fn decompress(format: Format, _: &[u8]) -> Result<Vec<u8>, Error> {
         Err(missing(format))
@@ -114,7 +118,7 @@ pub use imp::{compress, decompress};
 pub fn compress_checked(format: Format, data: &[u8]) -> Result<Vec<u8>, Error> {
     let packed = compress(format, data)?;
     if decompress(format, &packed)? != data {
-        return Err(Error::Malformed(format!("{} round trip of the processed module failed", format.name())));
+        return Err(Error::Internal(format!("{} round trip of the processed module failed", format.name())));
     }
     Ok(packed)
 }

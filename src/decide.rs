@@ -2,15 +2,20 @@
 //!
 //! The kernel (`test_for_valid_rec()`, 7.2) keeps a record when
 //! `kallsyms_lookup(ip)` finds a symbol of the module at most
-//! FTRACE_MCOUNT_MAX_OFFSET bytes before `ip = ftrace_call_adjust(location)`,
+//! `FTRACE_MCOUNT_MAX_OFFSET` bytes before `ip = ftrace_call_adjust(location)`,
 //! searching only the memory region that contains `ip`. We can see symbols
 //! of the same section exactly; a symbol of an earlier section of the same
 //! region could only qualify for a location within `max` bytes of its own
 //! section's start, and how close it lands depends on load-time layout. Such
 //! entries are kept, with the reason, as is anything else we cannot be sure of.
 
-use crate::arch::Region;
-use crate::elf::{LookupSymbol, Section};
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "a key packs section (32 bits), value (64) and table position (32) into a u128; the casts take them back out"
+)]
+
+use crate::arch::{Region, Rule};
+use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section};
 
 /// The symbols of a module, sorted so that the nearest symbol at or below an
 /// address is one binary search away: O((entries + symbols) · log symbols),
@@ -42,8 +47,14 @@ fn address(key: u128) -> u128 {
 
 impl<'a> SymbolIndex<'a> {
     /// `symbols` in table order; `strings` is the table their names are in.
-    pub fn new(symbols: Vec<LookupSymbol>, strings: &'a [u8]) -> Self {
-        assert!(symbols.len() <= u32::MAX as usize, "positions are 32 bits");
+    ///
+    /// # Panics
+    ///
+    /// With more than 2^32 symbols (a symbol table that large does not fit
+    /// in a module file the ELF reader accepted).
+    #[must_use]
+    pub fn new(symbols: &[LookupSymbol], strings: &'a [u8]) -> Self {
+        assert!(u32::try_from(symbols.len()).is_ok(), "positions are 32 bits");
         let mut keys: Vec<u128> = symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
         keys.sort_unstable();
         let names = symbols.iter().map(|s| s.name).collect();
@@ -155,7 +166,35 @@ pub enum Input {
     /// `section`; more than one when the config leaves the adjust open.
     Ips { section: u32, ips: [u64; 2], count: usize },
     /// An entry the rule does not cover, and why.
-    Odd(String),
+    Odd(Odd),
+}
+
+/// Why an entry is kept although no symbol explains it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Doubt {
+    /// The rule does not cover the relocation.
+    Odd(Odd),
+    /// The record ip lies past the end of its section.
+    PastEnd { ip: u64 },
+    /// Near the start of a section that another precedes in its region.
+    Preceded { max: u64, by: String },
+    /// A symbol of an earlier section lies past that section's end.
+    Overhang { symbol: String, section: String },
+}
+
+impl std::fmt::Display for Doubt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Doubt::Odd(odd) => odd.fmt(f),
+            Doubt::PastEnd { ip } => write!(f, "record ip {ip:#x} lies past the end of its section"),
+            Doubt::Preceded { max, by } => {
+                write!(f, "within {max} bytes of its section's start, and {by} precedes it in the same memory region")
+            }
+            Doubt::Overhang { symbol, section } => {
+                write!(f, "symbol {symbol} of {section} lies past that section's end and may land here")
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,12 +205,18 @@ pub enum Verdict<'a> {
     /// as `__ftrace_invalid_address___<distance>`.
     Zero { nearest: Option<&'a [u8]>, distance: u64 },
     /// Kept because we cannot be sure, for this reason.
-    Doubt(String),
+    Doubt(Doubt),
 }
 
+/// Decide one entry.
+///
+/// # Panics
+///
+/// If `input` has no candidate ip (`count` is 0): `Rule::input` always
+/// gives at least one.
 pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max: u64) -> Verdict<'a> {
     let (section, ips) = match input {
-        Input::Odd(reason) => return Verdict::Doubt(reason.clone()),
+        Input::Odd(odd) => return Verdict::Doubt(Doubt::Odd(odd.clone())),
         Input::Ips { section, ips, count } => (*section, &ips[..*count]),
     };
     let mut doubt = None;
@@ -184,20 +229,14 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
         let size = layout.size.get(section as usize).copied().unwrap_or(0);
         let section_doubt = layout.doubt.get(section as usize).and_then(Option::as_ref);
         if ip >= size {
-            doubt.get_or_insert_with(|| format!("record ip {ip:#x} lies past the end of its section"));
+            doubt.get_or_insert(Doubt::PastEnd { ip });
         } else {
             match section_doubt {
                 Some(SectionDoubt::Preceded { by }) if nearest.is_none() && ip <= max => {
-                    doubt.get_or_insert_with(|| {
-                        format!(
-                            "within {max} bytes of its section's start, and {by} precedes it in the same memory region"
-                        )
-                    });
+                    doubt.get_or_insert_with(|| Doubt::Preceded { max, by: by.clone() });
                 }
                 Some(SectionDoubt::Overhang { symbol, section }) => {
-                    doubt.get_or_insert_with(|| {
-                        format!("symbol {symbol} of {section} lies past that section's end and may land here")
-                    });
+                    doubt.get_or_insert_with(|| Doubt::Overhang { symbol: symbol.clone(), section: section.clone() });
                 }
                 _ => {}
             }
@@ -214,6 +253,40 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
     }
 }
 
+/// What a pass over a callsite table decided, by entry index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decisions {
+    /// Entries the kernel would reject: to be zeroed.
+    pub zero: Vec<usize>,
+    /// Entries kept because we cannot be sure.
+    pub doubt: Vec<usize>,
+}
+
+/// Decide every entry of a callsite table. This is the one per-entry
+/// pipeline: the tool, the benchmarks and the negative-control example all
+/// call it. `each` sees every verdict, for `--verbose` and the like.
+pub fn all<'a>(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    entries: &[Entry],
+    symbols: &SymbolIndex<'a>,
+    layout: &Layout,
+    mut each: impl FnMut(usize, &Entry, &Verdict<'a>),
+) -> Decisions {
+    let mut out = Decisions::default();
+    for (i, entry) in entries.iter().enumerate() {
+        let verdict = decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset);
+        match &verdict {
+            Verdict::Valid => {}
+            Verdict::Zero { .. } => out.zero.push(i),
+            Verdict::Doubt(_) => out.doubt.push(i),
+        }
+        each(i, entry, &verdict);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,7 +299,6 @@ mod tests {
             flags: u64::from(SHF_ALLOC | SHF_EXECINSTR),
             offset: 0x40,
             size,
-            addralign: 16,
             link: 0,
             info: 0,
             entsize: 0,
@@ -252,7 +324,7 @@ mod tests {
     }
 
     /// Section 0 is the null section, 1 is `.text`, as in a real module.
-    fn setup(symbols: Vec<LookupSymbol>, sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
+    fn setup(symbols: &[LookupSymbol], sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
         let index = SymbolIndex::new(symbols, STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
@@ -262,7 +334,7 @@ mod tests {
 
     #[test]
     fn boundary_is_inclusive_at_max_and_rejects_max_plus_one() {
-        let (s, l) = setup(vec![sym(1, 0x100, "f")], vec![text(".text", 0x1000)]);
+        let (s, l) = setup(&[sym(1, 0x100, "f")], vec![text(".text", 0x1000)]);
         assert_eq!(decide(&at(1, 0x104), &s, &l, 4), Verdict::Valid);
         assert_eq!(decide(&at(1, 0x105), &s, &l, 4), Verdict::Zero { nearest: Some(b"f"), distance: 5 });
         assert_eq!(decide(&at(1, 0x100), &s, &l, 0), Verdict::Valid);
@@ -274,7 +346,7 @@ mod tests {
     #[test]
     fn nearest_symbol_is_the_closest_below_not_the_first() {
         let (s, l) = setup(
-            vec![sym(1, 0x10, "a"), sym(1, 0x80, "b"), sym(1, 0x200, "c")],
+            &[sym(1, 0x10, "a"), sym(1, 0x80, "b"), sym(1, 0x200, "c")],
             vec![text(".text", 0x1000), text(".other", 0x100)],
         );
         assert_eq!(decide(&at(1, 0x84), &s, &l, 4), Verdict::Valid);
@@ -287,15 +359,15 @@ mod tests {
     fn first_section_of_a_region_has_nothing_before_it() {
         // A weak body at .text+0, where the region starts: the kernel finds
         // no symbol at all and prints __ftrace_invalid_address___0.
-        let (s, l) = setup(vec![sym(1, 0x10, "f")], vec![text(".text", 0x100)]);
+        let (s, l) = setup(&[sym(1, 0x10, "f")], vec![text(".text", 0x100)]);
         assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
     }
 
     #[test]
     fn near_the_start_of_a_section_that_follows_another_is_kept() {
         let (s, l) =
-            setup(vec![sym(1, 0x10, "f"), sym(2, 0x40, "g")], vec![text(".text", 0x100), text(".noinstr.text", 0x100)]);
-        assert!(matches!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(r) if r.contains(".text precedes")));
+            setup(&[sym(1, 0x10, "f"), sym(2, 0x40, "g")], vec![text(".text", 0x100), text(".noinstr.text", 0x100)]);
+        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(Doubt::Preceded { max: 4, by: ".text".into() }));
         assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
         // One byte further, no symbol of .text can be within 4 bytes.
         assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
@@ -306,10 +378,10 @@ mod tests {
     #[test]
     fn init_text_is_its_own_region_except_where_the_arch_merges_it() {
         let sections = vec![text(".text", 0x100), text(".init.text", 0x100)];
-        let (s, l) = setup(vec![sym(1, 0x10, "f")], sections.clone());
+        let (s, l) = setup(&[sym(1, 0x10, "f")], sections.clone());
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
         // ppc64 puts .init.text in core text, right after .text.
-        let index = SymbolIndex::new(vec![sym(1, 0x10, "f")], STRINGS);
+        let index = SymbolIndex::new(&[sym(1, 0x10, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let merged = Layout::new(&all, &index, |_| Region::Text);
@@ -319,10 +391,13 @@ mod tests {
     #[test]
     fn a_symbol_past_its_section_end_casts_doubt_on_what_follows() {
         let (s, l) = setup(
-            vec![sym(1, 0x200, "end_label"), sym(2, 0x10, "g")],
+            &[sym(1, 0x200, "end_label"), sym(2, 0x10, "g")],
             vec![text(".text", 0x100), text(".text.other", 0x100)],
         );
-        assert!(matches!(decide(&at(2, 0x80), &s, &l, 4), Verdict::Doubt(r) if r.contains("end_label")));
+        assert_eq!(
+            decide(&at(2, 0x80), &s, &l, 4),
+            Verdict::Doubt(Doubt::Overhang { symbol: "end_label".into(), section: ".text".into() })
+        );
     }
 
     #[test]
@@ -340,7 +415,7 @@ mod tests {
     fn ppc32_adjust_is_applied_before_the_lookup() {
         // With patchable entries the recorded location is one NOP before the
         // function and the kernel adds 8: the raw location would be invalid.
-        let (s, l) = setup(vec![sym(1, 0x24, "f")], vec![text(".text", 0x100)]);
+        let (s, l) = setup(&[sym(1, 0x24, "f")], vec![text(".text", 0x100)]);
         let (ips, count) = crate::arch::Adjust::Add(8).candidates(0x20, false);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
         let weak = crate::arch::Adjust::Add(8).candidates(0x60, false);
@@ -355,7 +430,7 @@ mod tests {
         // f at 0x30; location 0x20 holds the global-entry pair, so the kernel
         // may see 0x20 or 0x28. Neither is within 16 of f (f is after them).
         // g at 0x10: 0x20 is 16 past g (valid), 0x28 is 24 (invalid).
-        let (s, l) = setup(vec![sym(1, 0x10, "g")], vec![text(".text", 0x100)]);
+        let (s, l) = setup(&[sym(1, 0x10, "g")], vec![text(".text", 0x100)]);
         let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x20, true);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
         // 0x18 past g and 0x20 past g: both invalid, so it is zeroed.
@@ -365,7 +440,7 @@ mod tests {
             Verdict::Zero { nearest: Some(b"g"), distance: 0x18 }
         );
         // The +8 candidate alone can make an entry valid.
-        let (s2, l2) = setup(vec![sym(1, 0x30, "h")], vec![text(".text", 0x100)]);
+        let (s2, l2) = setup(&[sym(1, 0x30, "h")], vec![text(".text", 0x100)]);
         let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, true);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16), Verdict::Valid);
         // Without the pair there is no +8 candidate.
@@ -378,8 +453,8 @@ mod tests {
 
     #[test]
     fn odd_entries_are_kept_with_their_reason() {
-        let (s, l) = setup(vec![], vec![text(".text", 0x100)]);
-        assert_eq!(decide(&Input::Odd("weak symbol".into()), &s, &l, 4), Verdict::Doubt("weak symbol".into()));
+        let (s, l) = setup(&[], vec![text(".text", 0x100)]);
+        assert_eq!(decide(&Input::Odd(Odd::Weak), &s, &l, 4), Verdict::Doubt(Doubt::Odd(Odd::Weak)));
     }
 
     #[test]
@@ -393,7 +468,7 @@ mod tests {
             x
         };
         let symbols: Vec<_> = (0..500).map(|_| sym((next() % 3) as u32 + 1, next() % 4096, "a")).collect();
-        let index = SymbolIndex::new(symbols, STRINGS);
+        let index = SymbolIndex::new(&symbols, STRINGS);
         let mut queries: Vec<(u32, u64)> = (0..2000).map(|_| ((next() % 4) as u32, next() % 5000)).collect();
         for sorted in [false, true] {
             if sorted {
@@ -410,7 +485,7 @@ mod tests {
     fn the_first_symbol_in_table_order_names_an_address() {
         // Symbols come in table order; several at one address.
         let (s, _) = setup(
-            vec![sym(1, 0x8, "a"), sym(1, 0x10, "first"), sym(1, 0x10, "second"), sym(1, 0x10, "c")],
+            &[sym(1, 0x8, "a"), sym(1, 0x10, "first"), sym(1, 0x10, "second"), sym(1, 0x10, "c")],
             vec![text(".text", 0x100)],
         );
         assert_eq!(s.name(&s.at_or_below(1, 0x20).unwrap()), b"first");

@@ -7,9 +7,16 @@
 //! size the kernel assumes, and indices must be in range. A file that fails
 //! any of this is rejected as a whole (see `Error`), never half-processed.
 
-use object::Endianness;
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "section indices come from 16- or 32-bit ELF fields, and offsets were checked against the file, a slice in memory"
+)]
+
 use object::elf::{self, FileHeader32, FileHeader64};
+use object::read::StringTable;
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::{Endian as _, Endianness, ReadRef as _};
 
 use crate::error::Error;
 
@@ -21,25 +28,27 @@ pub struct Section {
     pub flags: u64,
     pub offset: u64,
     pub size: u64,
-    pub addralign: u64,
     pub link: u32,
     pub info: u32,
     pub entsize: u64,
 }
 
 impl Section {
+    #[must_use]
     pub fn is_alloc(&self) -> bool {
         self.flags & u64::from(elf::SHF_ALLOC) != 0
     }
 
     /// Sections the module loader lays out in a text region
     /// (`__layout_sections()`: mask `SHF_EXECINSTR | SHF_ALLOC`).
+    #[must_use]
     pub fn is_alloc_exec(&self) -> bool {
         let mask = u64::from(elf::SHF_ALLOC | elf::SHF_EXECINSTR);
         self.flags & mask == mask
     }
 
     /// The bytes this section occupies in the file, if any.
+    #[must_use]
     pub fn file_range(&self) -> Option<(u64, u64)> {
         if self.sh_type == elf::SHT_NOBITS || self.size == 0 {
             None
@@ -47,6 +56,16 @@ impl Section {
             // Saturating: parse_info calls this before it has checked the range.
             Some((self.offset, self.offset.saturating_add(self.size)))
         }
+    }
+
+    /// The section's bytes in `data`, the file it was read from: empty when
+    /// it has none. `parse_info` has checked that every section with bytes
+    /// lies inside the file, so this only cuts.
+    #[must_use]
+    pub fn bytes<'a>(&self, data: &'a [u8]) -> &'a [u8] {
+        self.file_range()
+            .and_then(|(a, b)| data.get(usize::try_from(a).ok()?..usize::try_from(b).ok()?))
+            .unwrap_or_default()
     }
 }
 
@@ -68,15 +87,18 @@ pub struct ElfInfo {
 impl ElfInfo {
     /// The first section with this name that the loader would allocate,
     /// which is what `find_sec()` returns for the callsite table.
+    #[must_use]
     pub fn alloc_section(&self, name: &str) -> Option<usize> {
         self.sections.iter().position(|s| s.is_alloc() && s.name == name)
     }
 
+    #[must_use]
     pub fn word_size(&self) -> u64 {
         if self.is_64 { 8 } else { 4 }
     }
 
     /// File offset of a section header's `sh_size` field.
+    #[must_use]
     pub fn sh_size_field(&self, index: usize) -> u64 {
         let header = self.shoff + index as u64 * self.shentsize;
         // Elf32_Shdr: name, type, flags, addr, offset are 4 bytes each.
@@ -84,8 +106,33 @@ impl ElfInfo {
         header + if self.is_64 { 32 } else { 20 }
     }
 
+    #[must_use]
+    pub fn endian(&self) -> Endianness {
+        if self.big_endian { Endianness::Big } else { Endianness::Little }
+    }
+
+    /// A word of the module (4 or 8 bytes), in its byte order.
+    #[must_use]
     pub fn read_word(&self, bytes: &[u8]) -> u64 {
         read_uint(bytes, self.big_endian)
+    }
+
+    /// A word's bytes, in the module's byte order and width.
+    #[must_use]
+    pub fn word_bytes(&self, value: u64) -> Vec<u8> {
+        let endian = self.endian();
+        if self.is_64 {
+            endian.write_u64_bytes(value).to_vec()
+        } else {
+            // The caller's value fits: a 32-bit module's sizes are 32 bits.
+            endian.write_u32_bytes(value as u32).to_vec()
+        }
+    }
+
+    /// A word read as a signed addend (REL), sign-extended from its width.
+    #[must_use]
+    pub fn signed_word(&self, value: u64) -> i64 {
+        if self.is_64 { value.cast_signed() } else { i64::from((value as u32).cast_signed()) }
     }
 }
 
@@ -103,13 +150,15 @@ pub struct LookupSymbol {
 }
 
 /// The NUL-terminated string at `offset` of a string table.
+#[must_use]
 pub fn string_at(strings: &[u8], offset: u32) -> &[u8] {
     let tail = strings.get(offset as usize..).unwrap_or_default();
     &tail[..tail.iter().position(|&c| c == 0).unwrap_or(tail.len())]
 }
 
 /// Mapping and local-label symbols that kallsyms skips
-/// (`is_mapping_symbol()`, include/linux/module_symbol.h, 7.2).
+/// (`is_mapping_symbol()`, `include/linux/module_symbol.h`, 7.2).
+#[must_use]
 pub fn is_mapping_symbol(name: &[u8]) -> bool {
     name.starts_with(b".L") || name.starts_with(b"L0") || name.starts_with(b"$")
 }
@@ -120,7 +169,89 @@ pub enum Target {
     /// A plain location: `offset` bytes into section `section`.
     At { section: u32, offset: u64 },
     /// Something the rule does not cover; the entry is kept, for this reason.
-    Odd(String),
+    /// Boxed: odd entries are rare, and this keeps every `Entry` small.
+    Odd(Box<Odd>),
+}
+
+impl Target {
+    #[must_use]
+    pub fn odd(why: Odd) -> Target {
+        Target::Odd(Box::new(why))
+    }
+}
+
+/// Why a callsite relocation is not the plain shape the rule is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Odd {
+    Unaligned {
+        offset: u64,
+    },
+    RelocType {
+        r_type: u32,
+        abs_type: u32,
+    },
+    /// The `x86_64` loader refuses to relocate a non-zero word.
+    NonZeroWord {
+        value: u64,
+    },
+    NullSymbol,
+    SymbolOutOfRange {
+        symbol: u32,
+    },
+    Undefined,
+    Absolute,
+    Common,
+    Weak,
+    NoSectionIndex {
+        symbol: u32,
+        shndx: u16,
+    },
+    NoSuchSection {
+        symbol: u32,
+        section: usize,
+    },
+    NotCode {
+        section: String,
+    },
+    NoBits {
+        section: String,
+    },
+    Outside {
+        section: String,
+        offset: i128,
+    },
+    /// Two relocations on the word at `offset` of the table.
+    SharedWord {
+        offset: u64,
+    },
+}
+
+impl std::fmt::Display for Odd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Odd::Unaligned { offset } => write!(f, "relocation at {offset:#x} is not word-aligned"),
+            Odd::RelocType { r_type, abs_type } => {
+                write!(f, "relocation type {r_type} is not the absolute word type {abs_type}")
+            }
+            Odd::NonZeroWord { value } => write!(f, "word is {value:#x}, not zero, under a RELA relocation"),
+            Odd::NullSymbol => f.write_str("relocation against the null symbol"),
+            Odd::SymbolOutOfRange { symbol } => write!(f, "symbol {symbol} is out of range"),
+            Odd::Undefined => f.write_str("relocation against an undefined symbol"),
+            Odd::Absolute => f.write_str("relocation against an absolute symbol"),
+            Odd::Common => f.write_str("relocation against a common symbol"),
+            Odd::Weak => f.write_str("relocation against a weak symbol"),
+            Odd::NoSectionIndex { symbol, shndx } => {
+                write!(f, "symbol {symbol} has no usable section index ({shndx})")
+            }
+            Odd::NoSuchSection { symbol, section } => {
+                write!(f, "symbol {symbol} is in section {section}, which does not exist")
+            }
+            Odd::NotCode { section } => write!(f, "target section {section} is not allocated executable code"),
+            Odd::NoBits { section } => write!(f, "target section {section} has no bytes in the file (SHT_NOBITS)"),
+            Odd::Outside { section, offset } => write!(f, "target {section}{offset:+#x} lies outside its section"),
+            Odd::SharedWord { offset } => write!(f, "two relocations hit the word at {offset:#x}"),
+        }
+    }
 }
 
 /// One relocated word of the callsite table.
@@ -164,30 +295,46 @@ pub struct Extracted<'a> {
 }
 
 impl Extracted<'_> {
+    #[must_use]
     pub fn stripped_locals(&self) -> bool {
         self.local_functions == 0
     }
 }
 
-/// Why a module has no callsite table we could act on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoCallsite {
-    Missing(String),
+/// What reading a callsite table found.
+#[derive(Debug, Clone)]
+pub enum Extraction<'a> {
+    /// The table, its relocations and the symbols they may resolve to.
+    Table(Extracted<'a>),
+    /// No relocation section applies to the table: the loader relocates
+    /// nothing in it.
+    NoRelocations(String),
+    /// A shape the rule is not about (several relocation sections, or the
+    /// wrong kind); left alone.
     Unsupported(String),
 }
 
-pub fn read_uint(bytes: &[u8], big_endian: bool) -> u64 {
-    let mut v = 0u64;
-    if big_endian {
-        for &b in bytes {
-            v = (v << 8) | u64::from(b);
-        }
-    } else {
-        for &b in bytes.iter().rev() {
-            v = (v << 8) | u64::from(b);
+impl<'a> Extraction<'a> {
+    /// The table, if there is one to act on.
+    #[must_use]
+    pub fn table(self) -> Option<Extracted<'a>> {
+        match self {
+            Extraction::Table(x) => Some(x),
+            Extraction::NoRelocations(_) | Extraction::Unsupported(_) => None,
         }
     }
-    v
+}
+
+/// An unsigned integer of 2, 4 or 8 bytes (else 0), in the given byte order.
+#[must_use]
+pub fn read_uint(bytes: &[u8], big_endian: bool) -> u64 {
+    let endian = if big_endian { Endianness::Big } else { Endianness::Little };
+    match bytes.len() {
+        8 => bytes.try_into().map_or(0, |b| endian.read_u64_bytes(b)),
+        4 => bytes.try_into().map_or(0, |b| u64::from(endian.read_u32_bytes(b))),
+        2 => bytes.try_into().map_or(0, |b| u64::from(endian.read_u16_bytes(b))),
+        _ => 0,
+    }
 }
 
 const ELFMAG: &[u8; 4] = b"\x7fELF";
@@ -208,13 +355,14 @@ pub fn parse_info(data: &[u8]) -> Result<ElfInfo, Error> {
     }
 }
 
-/// Read the callsite table `name` and the lookup symbols of a module.
+/// Read the callsite table (section `callsite`) and the lookup symbols of
+/// the module `data` that `info` was parsed from.
 pub fn extract<'a>(
     data: &'a [u8],
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
-) -> Result<Result<Extracted<'a>, NoCallsite>, Error> {
+) -> Result<Extraction<'a>, Error> {
     if info.is_64 {
         extract_generic::<FileHeader64<Endianness>>(data, info, callsite, shape)
     } else {
@@ -238,6 +386,19 @@ fn sections<'a, Elf: FileHeader<Endian = Endianness>>(
     data: &'a [u8],
 ) -> Result<SectionTable<'a, Elf>, Error> {
     header.sections(endian, data).map_err(|e| malformed(format!("section headers: {e}")))
+}
+
+/// The section headers `parse_info` read and checked, as `object`'s table,
+/// without parsing the ELF header and the section names again. Only the
+/// symbol table lookup uses it, and that needs no section names.
+fn section_table<'a, Elf: FileHeader<Endian = Endianness>>(
+    data: &'a [u8],
+    info: &ElfInfo,
+) -> Result<SectionTable<'a, Elf>, Error> {
+    let headers = data
+        .read_slice_at::<Elf::SectionHeader>(info.shoff, info.sections.len())
+        .map_err(|()| malformed("section header table runs past the end of the file"))?;
+    Ok(SectionTable::new(headers, StringTable::default()))
 }
 
 fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, Error> {
@@ -270,7 +431,6 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
             flags: sh.sh_flags(endian).into(),
             offset: sh.sh_offset(endian).into(),
             size: sh.sh_size(endian).into(),
-            addralign: sh.sh_addralign(endian).into(),
             link: sh.sh_link(endian),
             info: sh.sh_info(endian),
             entsize: sh.sh_entsize(endian).into(),
@@ -286,51 +446,48 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
         out.push(s);
     }
     let shoff: u64 = header.e_shoff(endian).into();
-    let mut info = ElfInfo {
+    let info = ElfInfo {
         is_64: header.is_type_64(),
         big_endian: endian == Endianness::Big,
         machine: header.e_machine(endian),
         e_flags: header.e_flags(endian),
         shoff,
         shentsize,
+        vermagic: vermagic(data, &out),
         sections: out,
-        vermagic: None,
     };
-    info.vermagic = vermagic(data, &info);
     Ok(info)
+}
+
+/// The NUL-separated strings of a `.modinfo` section, each with its byte
+/// offset in the section, runs of NULs as empty strings: the way the
+/// kernel's `get_modinfo()` and kmod read it.
+pub fn modinfo_strings(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let mut pos = 0;
+    bytes.split(|&b| b == 0).map(move |s| {
+        let at = pos;
+        pos += s.len() + 1;
+        (at, s)
+    })
 }
 
 /// `.modinfo` holds NUL-separated `key=value` strings; modpost always adds
 /// `vermagic=RELEASE SMP preempt mod_unload ...`.
-fn vermagic(data: &[u8], info: &ElfInfo) -> Option<String> {
-    let s = info.sections.iter().find(|s| s.name == ".modinfo")?;
-    let (start, end) = s.file_range()?;
-    let bytes = &data[start as usize..end as usize];
-    bytes
-        .split(|&b| b == 0)
-        .find_map(|kv| kv.strip_prefix(b"vermagic="))
+fn vermagic(data: &[u8], sections: &[Section]) -> Option<String> {
+    let s = sections.iter().find(|s| s.name == ".modinfo")?;
+    modinfo_strings(s.bytes(data))
+        .find_map(|(_, kv)| kv.strip_prefix(b"vermagic="))
         .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
-fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
-    data: &'a [u8],
+/// The relocation section that applies to the callsite table, checked
+/// against the rule's shape; `Err(Ok(why))` when there is none we could act on.
+fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
-) -> Result<Result<Extracted<'a>, NoCallsite>, Error> {
-    let (header, endian) = header::<Elf>(data)?;
-    let table = sections::<Elf>(header, endian, data)?;
+) -> Result<Result<usize, Extraction<'static>>, Error> {
     let cs = &info.sections[callsite];
-    let word = info.word_size();
-    if cs.sh_type == elf::SHT_NOBITS {
-        return Err(malformed(format!("{} has no file data (SHT_NOBITS)", cs.name)));
-    }
-    if !cs.size.is_multiple_of(word) {
-        return Err(malformed(format!("{} is {:#x} bytes, not a whole number of {word}-byte words", cs.name, cs.size)));
-    }
-
-    // The relocation sections that apply to the callsite table.
-    let wanted = if shape.rela { elf::SHT_RELA } else { elf::SHT_REL };
     let relsecs: Vec<usize> = info
         .sections
         .iter()
@@ -338,32 +495,33 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
         .filter(|(_, s)| (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == callsite)
         .map(|(i, _)| i)
         .collect();
-    let reloc_section = match relsecs.as_slice() {
+    let index = match relsecs.as_slice() {
         [] => {
-            return Ok(Err(NoCallsite::Missing(format!(
+            return Ok(Err(Extraction::NoRelocations(format!(
                 "{} has no relocation section: nothing the loader would relocate",
                 cs.name
             ))));
         }
         [one] => *one,
         _ => {
-            return Ok(Err(NoCallsite::Unsupported(format!(
+            return Ok(Err(Extraction::Unsupported(format!(
                 "{} relocation sections apply to {}; left alone",
                 relsecs.len(),
                 cs.name
             ))));
         }
     };
-    let rs = &info.sections[reloc_section];
+    let rs = &info.sections[index];
+    let wanted = if shape.rela { elf::SHT_RELA } else { elf::SHT_REL };
     if rs.sh_type != wanted {
-        return Ok(Err(NoCallsite::Unsupported(format!(
+        return Ok(Err(Extraction::Unsupported(format!(
             "{} is {} but this architecture's modules use {}; left alone",
             rs.name,
             if rs.sh_type == elf::SHT_RELA { "SHT_RELA" } else { "SHT_REL" },
             if shape.rela { "SHT_RELA" } else { "SHT_REL" }
         ))));
     }
-    let entsize = if shape.rela { std::mem::size_of::<Elf::Rela>() } else { std::mem::size_of::<Elf::Rel>() } as u64;
+    let entsize = reloc_entsize::<Elf>(shape);
     if rs.entsize != entsize {
         return Err(malformed(format!("{} has sh_entsize {}, expected {entsize}", rs.name, rs.entsize)));
     }
@@ -373,8 +531,20 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
             rs.name, rs.size
         )));
     }
+    Ok(Ok(index))
+}
 
-    // The symbol table the relocations refer to.
+fn reloc_entsize<Elf: FileHeader>(shape: RelocShape) -> u64 {
+    (if shape.rela { std::mem::size_of::<Elf::Rela>() } else { std::mem::size_of::<Elf::Rel>() }) as u64
+}
+
+/// The symbol table a relocation section links to, checked.
+fn symbol_table<'a, 'i, Elf: FileHeader<Endian = Endianness>>(
+    data: &'a [u8],
+    info: &'i ElfInfo,
+    table: &SectionTable<'a, Elf>,
+    rs: &Section,
+) -> Result<(SymbolTable<'a, Elf>, &'i Section), Error> {
     let symtab_index = rs.link as usize;
     let symsec = info
         .sections
@@ -390,93 +560,81 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
         )));
     }
     let symtab = table
-        .symbol_table_by_index(endian, data, object::SectionIndex(symtab_index))
+        .symbol_table_by_index(info.endian(), data, object::SectionIndex(symtab_index))
         .map_err(|e| malformed(format!("{}: {e}", symsec.name)))?;
+    Ok((symtab, symsec))
+}
 
+/// One relocation, whether REL or RELA; `addend` is `None` for REL.
+struct RawReloc {
+    offset: u64,
+    r_type: u32,
+    r_sym: u32,
+    addend: Option<i64>,
+}
+
+fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
+    data: &'a [u8],
+    info: &ElfInfo,
+    callsite: usize,
+    shape: RelocShape,
+) -> Result<Extraction<'a>, Error> {
+    let cs = &info.sections[callsite];
+    let word = info.word_size();
+    if cs.sh_type == elf::SHT_NOBITS {
+        return Err(malformed(format!("{} has no file data (SHT_NOBITS)", cs.name)));
+    }
+    if !cs.size.is_multiple_of(word) {
+        return Err(malformed(format!("{} is {:#x} bytes, not a whole number of {word}-byte words", cs.name, cs.size)));
+    }
+    let table = section_table::<Elf>(data, info)?;
+    let reloc_section = match reloc_section::<Elf>(info, callsite, shape)? {
+        Ok(index) => index,
+        Err(none) => return Ok(none),
+    };
+    let rs = &info.sections[reloc_section];
+    let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
     check_writable_ranges(info, data.len() as u64, &[callsite, reloc_section])?;
-
     let strings = string_table(data, info, symsec)?;
-    let (symbols, local_functions) = lookup_symbols::<Elf>(&symtab, endian, info, strings)?;
+    let (symbols, local_functions) = lookup_symbols::<Elf>(&symtab, info, strings)?;
 
-    // An empty section's offset is not checked by parse_info: slice via file_range.
-    let bytes_of = |s: &Section| s.file_range().map_or(&data[..0], |(a, b)| &data[a as usize..b as usize]);
-    let cs_data = bytes_of(cs);
-    let rel_data = bytes_of(rs);
-    let count = (rs.size / entsize) as usize;
-    let mut entries: Vec<Entry> = Vec::with_capacity(count);
-    // Compilers emit callsites in address order; only when they are not
-    // does finding two relocations on one word need a sort.
-    let mut ascending = true;
-    for i in 0..count {
-        let bytes = &rel_data[i * entsize as usize..];
-        let (r_offset, r_type, r_sym, addend): (u64, u32, u32, Option<i64>) = if shape.rela {
-            let (r, _) = object::pod::from_bytes::<Elf::Rela>(bytes).map_err(|_| malformed("relocation"))?;
-            (
-                r.r_offset(endian).into(),
-                r.r_type(endian, false),
-                r.r_sym(endian, false),
-                Some(r.r_addend(endian).into()),
-            )
-        } else {
-            let (r, _) = object::pod::from_bytes::<Elf::Rel>(bytes).map_err(|_| malformed("relocation"))?;
-            (r.r_offset(endian).into(), r.r_type(endian), r.r_sym(endian), None)
-        };
-        if r_offset >= cs.size || cs.size - r_offset < word {
-            return Err(malformed(format!(
-                "relocation {i} of {} writes at {r_offset:#x}, past the end of {} ({:#x} bytes)",
-                rs.name, cs.name, cs.size
-            )));
-        }
-        if r_sym as usize >= symtab.len() {
-            return Err(malformed(format!(
-                "relocation {i} of {} refers to symbol {r_sym}, but {} has {} symbols",
-                rs.name,
-                symsec.name,
-                symtab.len()
-            )));
-        }
-        let word_bytes = &cs_data[r_offset as usize..(r_offset + word) as usize];
-        let target = if r_offset % word != 0 {
-            Target::Odd(format!("relocation at {r_offset:#x} is not word-aligned"))
-        } else if r_type != shape.abs_type {
-            Target::Odd(format!("relocation type {r_type} is not the absolute word type {}", shape.abs_type))
-        } else {
-            let word_value = info.read_word(word_bytes);
-            match addend {
-                // The x86_64 loader refuses to relocate a non-zero word; we
-                // do not guess what such a module means.
-                Some(_) if word_value != 0 => {
-                    Target::Odd(format!("word is {word_value:#x}, not zero, under a RELA relocation"))
-                }
-                Some(a) => resolve(&symtab, endian, info, r_sym, a),
-                // REL: the addend is the word itself, read as signed.
-                None => {
-                    let a = if info.is_64 { word_value as i64 } else { word_value as u32 as i32 as i64 };
-                    resolve(&symtab, endian, info, r_sym, a)
-                }
-            }
-        };
-        if let Some(prev) = entries.last() {
-            ascending &= prev.word_offset / word < r_offset / word;
-        }
-        entries.push(Entry { reloc: i, word_offset: r_offset, target });
-    }
-
-    // Two relocations on one word: whatever the loader makes of that, it is
-    // not the one-relocation-per-entry shape the rule is about.
-    if !ascending {
-        let mut by_word: Vec<(u64, usize)> = entries.iter().map(|e| (e.word_offset / word, e.reloc)).collect();
-        by_word.sort_unstable();
-        for pair in by_word.windows(2) {
-            if pair[0].0 == pair[1].0 {
-                for &(w, reloc) in pair {
-                    entries[reloc].target = Target::Odd(format!("two relocations hit the word at {:#x}", w * word));
-                }
-            }
-        }
-    }
-
-    Ok(Ok(Extracted {
+    let endian = info.endian();
+    let words = cs.bytes(data);
+    let header = table.section(object::SectionIndex(reloc_section)).map_err(malformed)?;
+    let bad = |e: object::read::Error| malformed(format!("{}: {e}", rs.name));
+    let entries = if shape.rela {
+        let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+        entries(
+            info,
+            &symtab,
+            (rs, cs),
+            words,
+            shape.abs_type,
+            relocs.iter().map(|r| RawReloc {
+                offset: r.r_offset(endian).into(),
+                r_type: r.r_type(endian, false),
+                r_sym: r.r_sym(endian, false),
+                addend: Some(r.r_addend(endian).into()),
+            }),
+        )?
+    } else {
+        let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+        entries(
+            info,
+            &symtab,
+            (rs, cs),
+            words,
+            shape.abs_type,
+            relocs.iter().map(|r| RawReloc {
+                offset: r.r_offset(endian).into(),
+                r_type: r.r_type(endian),
+                r_sym: r.r_sym(endian),
+                addend: None,
+            }),
+        )?
+    };
+    let entsize = reloc_entsize::<Elf>(shape);
+    Ok(Extraction::Table(Extracted {
         callsite: Callsite { section: callsite, reloc_section, reloc_entsize: entsize, entries },
         symbols,
         strings,
@@ -484,62 +642,120 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     }))
 }
 
+/// The callsite entries: one per relocation, with where it points.
+fn entries<Elf: FileHeader<Endian = Endianness>>(
+    info: &ElfInfo,
+    symtab: &SymbolTable<'_, Elf>,
+    (rs, cs): (&Section, &Section),
+    words: &[u8],
+    abs_type: u32,
+    relocs: impl ExactSizeIterator<Item = RawReloc>,
+) -> Result<Vec<Entry>, Error> {
+    let word = info.word_size();
+    let mut entries: Vec<Entry> = Vec::with_capacity(relocs.len());
+    // Compilers emit callsites in address order; only when they are not
+    // does finding two relocations on one word need a sort.
+    let mut ascending = true;
+    for (i, r) in relocs.enumerate() {
+        let r_offset = r.offset;
+        if r_offset >= cs.size || cs.size - r_offset < word {
+            return Err(malformed(format!(
+                "relocation {i} of {} writes at {r_offset:#x}, past the end of {} ({:#x} bytes)",
+                rs.name, cs.name, cs.size
+            )));
+        }
+        if r.r_sym as usize >= symtab.len() {
+            return Err(malformed(format!(
+                "relocation {i} of {} refers to symbol {}, but {} has {} symbols",
+                rs.name,
+                r.r_sym,
+                info.sections[rs.link as usize].name,
+                symtab.len()
+            )));
+        }
+        let target = if r_offset % word != 0 {
+            Target::odd(Odd::Unaligned { offset: r_offset })
+        } else if r.r_type != abs_type {
+            Target::odd(Odd::RelocType { r_type: r.r_type, abs_type })
+        } else {
+            let at = usize::try_from(r_offset).map_err(malformed)?;
+            let word_value = info.read_word(&words[at..at + word as usize]);
+            match r.addend {
+                // The x86_64 loader refuses to relocate a non-zero word; we
+                // do not guess what such a module means.
+                Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
+                Some(a) => resolve(symtab, info, r.r_sym, a),
+                // REL: the addend is the word itself, read as signed.
+                None => resolve(symtab, info, r.r_sym, info.signed_word(word_value)),
+            }
+        };
+        if let Some(prev) = entries.last() {
+            ascending &= prev.word_offset / word < r_offset / word;
+        }
+        entries.push(Entry { reloc: i, word_offset: r_offset, target });
+    }
+    if !ascending {
+        mark_shared_words(&mut entries, word);
+    }
+    Ok(entries)
+}
+
 /// Resolve `symbol + addend` to a section offset, or say why not.
 fn resolve<Elf: FileHeader<Endian = Endianness>>(
     symtab: &SymbolTable<'_, Elf>,
-    endian: Endianness,
     info: &ElfInfo,
     r_sym: u32,
     addend: i64,
 ) -> Target {
+    let endian = info.endian();
     if r_sym == 0 {
-        return Target::Odd("relocation against the null symbol".into());
+        return Target::odd(Odd::NullSymbol);
     }
     let index = object::SymbolIndex(r_sym as usize);
     let Ok(sym) = symtab.symbol(index) else {
-        return Target::Odd(format!("symbol {r_sym} is out of range"));
+        return Target::odd(Odd::SymbolOutOfRange { symbol: r_sym });
     };
     let shndx = sym.st_shndx(endian);
     match shndx {
-        elf::SHN_UNDEF => return Target::Odd("relocation against an undefined symbol".into()),
-        elf::SHN_ABS => return Target::Odd("relocation against an absolute symbol".into()),
-        elf::SHN_COMMON => return Target::Odd("relocation against a common symbol".into()),
+        elf::SHN_UNDEF => return Target::odd(Odd::Undefined),
+        elf::SHN_ABS => return Target::odd(Odd::Absolute),
+        elf::SHN_COMMON => return Target::odd(Odd::Common),
         _ => {}
     }
     if sym.st_bind() == elf::STB_WEAK {
-        return Target::Odd("relocation against a weak symbol".into());
+        return Target::odd(Odd::Weak);
     }
     let section = match symtab.symbol_section(endian, sym, index) {
         Ok(Some(s)) => s.0,
-        _ => return Target::Odd(format!("symbol {r_sym} has no usable section index ({shndx})")),
+        _ => return Target::odd(Odd::NoSectionIndex { symbol: r_sym, shndx }),
     };
     let Some(target) = info.sections.get(section) else {
-        return Target::Odd(format!("symbol {r_sym} is in section {section}, which does not exist"));
+        return Target::odd(Odd::NoSuchSection { symbol: r_sym, section });
     };
     if !target.is_alloc_exec() {
-        return Target::Odd(format!("target section {} is not allocated executable code", target.name));
+        return Target::odd(Odd::NotCode { section: target.name.clone() });
     }
     // Code has bytes in the file; this also bounds offsets by the file size,
     // so the per-arch adjust cannot overflow.
     if target.sh_type == elf::SHT_NOBITS {
-        return Target::Odd(format!("target section {} has no bytes in the file (SHT_NOBITS)", target.name));
+        return Target::odd(Odd::NoBits { section: target.name.clone() });
     }
     let value: u64 = sym.st_value(endian).into();
-    let offset = value as i64 as i128 + addend as i128;
-    if offset < 0 || offset >= target.size as i128 {
-        return Target::Odd(format!("target {}{offset:+#x} lies outside its section", target.name));
+    let offset = i128::from(value.cast_signed()) + i128::from(addend);
+    match u64::try_from(offset) {
+        Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
+        _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),
     }
-    Target::At { section: section as u32, offset: offset as u64 }
 }
 
 /// The symbols `find_kallsyms_symbol()` considers, restricted to those in
 /// allocated executable sections (no other section is in a text region).
 fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
     symtab: &SymbolTable<'_, Elf>,
-    endian: Endianness,
     info: &ElfInfo,
     strings: &[u8],
 ) -> Result<(Vec<LookupSymbol>, usize), Error> {
+    let endian = info.endian();
     let mut out = Vec::with_capacity(symtab.len());
     let mut local_functions = 0;
     for (index, sym) in symtab.enumerate().skip(1) {
@@ -578,7 +794,7 @@ fn string_table<'a>(data: &'a [u8], info: &ElfInfo, symtab: &Section) -> Result<
         .get(symtab.link as usize)
         .filter(|s| s.sh_type == elf::SHT_STRTAB)
         .ok_or_else(|| malformed(format!("{} links to no string table", symtab.name)))?;
-    let bytes = s.file_range().map_or(&data[..0], |(a, b)| &data[a as usize..b as usize]);
+    let bytes = s.bytes(data);
     if bytes.last() != Some(&0) {
         return Err(malformed(format!("string table {} does not end with a NUL", s.name)));
     }
@@ -616,10 +832,23 @@ fn check_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) -> Re
 }
 
 /// Bytes of section `section` at `offset`, if they are in the file.
+#[must_use]
 pub fn section_bytes<'a>(data: &'a [u8], info: &ElfInfo, section: u32, offset: u64, len: u64) -> Option<&'a [u8]> {
-    let s = info.sections.get(section as usize)?;
-    let (start, end) = s.file_range()?;
-    let from = start.checked_add(offset)?;
-    let to = from.checked_add(len)?;
-    (to <= end).then(|| &data[from as usize..to as usize])
+    let bytes = info.sections.get(section as usize)?.bytes(data);
+    let from = usize::try_from(offset).ok()?;
+    bytes.get(from..from.checked_add(usize::try_from(len).ok()?)?)
+}
+
+/// Two relocations on one word: whatever the loader makes of that, it is
+/// not the one-relocation-per-entry shape the rule is about.
+fn mark_shared_words(entries: &mut [Entry], word: u64) {
+    let mut by_word: Vec<(u64, usize)> = entries.iter().map(|e| (e.word_offset / word, e.reloc)).collect();
+    by_word.sort_unstable();
+    for pair in by_word.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            for &(w, reloc) in pair {
+                entries[reloc].target = Target::odd(Odd::SharedWord { offset: w * word });
+            }
+        }
+    }
 }

@@ -19,6 +19,9 @@ pub enum Error {
     NotElf,
     #[error("malformed ELF: {0}")]
     Malformed(String),
+    /// A check of the tool's own reasoning failed: a bug, not the file's fault.
+    #[error("internal check failed: {0}")]
+    Internal(String),
     #[error("ELF type is {0}: kernel modules are relocatable objects (ET_REL)")]
     NotRelocatable(&'static str),
     #[error(
@@ -30,10 +33,17 @@ pub enum Error {
     BadSignature(String),
     #[error("{0}-compressed module: decompress it first, or pass --compressed=recompress")]
     Compressed(&'static str),
+    #[error("malformed compressed module: {0}")]
+    Decompress(String),
+    #[error("cannot compress: {0}")]
+    Compress(String),
+    #[error("built without the compression feature: cannot handle {0} modules")]
+    NoCompression(&'static str),
     #[error("kernel config: {0}")]
     Config(String),
+    /// `--section` names a table this module's kernel does not read.
     #[error("{0}")]
-    Usage(String),
+    Section(String),
     #[error(
         "has {0} hard links: renaming a new file over it would leave the other names with the old bytes \
          (process it without --atomic; compressed modules are always replaced, so unlink the extra names first)"

@@ -3,19 +3,25 @@
 //! does for vmlinux, so the kernel never builds records for them.
 //!
 //! The pieces, in the order a module goes through them:
+//! - [`walk`]: the module files of a tree, and the worker threads;
+//! - [`file`]: one file on disk: read or mapped, locked, written back;
+//! - [`compress`]: `.ko.xz`/`.ko.zst`/`.ko.gz`, unpacked and packed again;
 //! - [`signature`]: an appended module signature, refused unless dropped;
 //! - [`elf`]: the ELF view of the module, validated, as plain data;
+//! - [`kconfig`]: the kernel `.config` the module was built with, if given;
 //! - [`arch`]: the per-arch, per-config rule (table, adjust, max offset);
 //! - [`decide`]: the weak-entry decision, a pure function;
 //! - [`mark`]: the `mcount=` modinfo tag, flipped to `zeroed` only on proof;
 //! - [`plan`]: every byte to write, checked in full, then applied;
-//! - [`process`]: one file, start to end.
+//! - [`process`]: one module's bytes, start to end;
+//! - [`error`]: every way it can fail, each with its remedy.
 
 pub mod arch;
 pub mod compress;
 pub mod decide;
 pub mod elf;
 pub mod error;
+pub mod file;
 pub mod kconfig;
 pub mod mark;
 pub mod plan;

@@ -1,3 +1,5 @@
+#![allow(clippy::struct_excessive_bools, reason = "Cli holds independent command-line switches")]
+
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -6,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{self, CompressedPolicy, Options, Outcome, SignedPolicy, Skip};
+use zero_weak_mcount::process::{self, CompressedPolicy, LeftAlone, Options, Outcome, SignedPolicy};
 use zero_weak_mcount::walk;
 
 const NAME: &str = "zero-weak-mcount";
@@ -35,17 +37,17 @@ struct Cli {
     /// Kernel .config or include/config/auto.conf the modules were built with
     #[arg(long, value_name = "FILE")]
     kconfig: Option<PathBuf>,
-    /// Override FTRACE_MCOUNT_MAX_OFFSET (default: from --kconfig, else the widest the arch allows)
+    /// Override `FTRACE_MCOUNT_MAX_OFFSET` (default: from --kconfig, else the widest the arch allows)
     #[arg(long, value_name = "N")]
     max_offset: Option<u64>,
-    /// The callsite section the kernel reads (__mcount_loc or __patchable_function_entries)
+    /// The callsite section the kernel reads (__`mcount_loc` or __`patchable_function_entries`)
     #[arg(long, value_name = "NAME")]
     section: Option<String>,
     /// What to do with a signed module
     #[arg(long, value_enum, default_value_t = SignedPolicy::Refuse, value_name = "POLICY")]
     signed: SignedPolicy,
     /// What to do with a compressed module (.ko.xz, .ko.zst, .ko.gz)
-    #[arg(long, value_enum, default_value_t = CompressedPolicy::Skip, value_name = "POLICY")]
+    #[arg(long, value_enum, default_value_t = CompressedPolicy::Leave, value_name = "POLICY")]
     compressed: CompressedPolicy,
     /// Treat warnings as errors (the file is left unchanged)
     #[arg(long)]
@@ -56,7 +58,7 @@ struct Cli {
     /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
     #[arg(long)]
     tree: bool,
-    /// Worker threads [default: $RPM_BUILD_NCPUS, else the available CPUs]
+    /// Worker threads [default: $`RPM_BUILD_NCPUS`, else the available CPUs]
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
 }
@@ -77,29 +79,10 @@ fn main() -> ExitCode {
         Ok(k) => k,
         Err(e) => return usage(&e.to_string()),
     };
-
-    let mut files = Vec::new();
-    let mut tree = cli.tree;
-    let mut failed = false;
-    for path in &cli.paths {
-        if path.is_dir() {
-            tree = true;
-            match walk::modules(path) {
-                Ok(found) => files.extend(found),
-                Err(e) => {
-                    eprintln!("{NAME}: {}: error: cannot walk: {e}", path.display());
-                    failed = true;
-                }
-            }
-        } else if cli.tree {
-            return usage(&format!("--tree: {} is not a directory", path.display()));
-        } else {
-            files.push(path.clone());
-        }
-    }
-    if cli.output.is_some() && (tree || files.len() != 1) {
-        return usage("--output takes exactly one input file");
-    }
+    let Inputs { files, tree, walk_failed } = match inputs(&cli) {
+        Ok(inputs) => inputs,
+        Err(msg) => return usage(&msg),
+    };
 
     let opts = Options {
         check: cli.check,
@@ -130,12 +113,55 @@ fn main() -> ExitCode {
     if progress {
         eprint!("\r\x1b[K");
     }
+    let failed = report(&results, tree, opts.check) || walk_failed;
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
 
+/// The module files to process.
+struct Inputs {
+    files: Vec<PathBuf>,
+    /// A directory was given (or `--tree`): tree mode.
+    tree: bool,
+    /// A directory could not be walked (already reported).
+    walk_failed: bool,
+}
+
+/// The files the command line names, directories walked; `Err` is a usage
+/// error.
+fn inputs(cli: &Cli) -> Result<Inputs, String> {
+    let mut files = Vec::new();
+    let mut tree = cli.tree;
+    let mut walk_failed = false;
+    for path in &cli.paths {
+        if path.is_dir() {
+            tree = true;
+            match walk::modules(path) {
+                Ok(found) => files.extend(found),
+                Err(e) => {
+                    eprintln!("{NAME}: {}: error: cannot walk: {e}", path.display());
+                    walk_failed = true;
+                }
+            }
+        } else if cli.tree {
+            return Err(format!("--tree: {} is not a directory", path.display()));
+        } else {
+            files.push(path.clone());
+        }
+    }
+    if cli.output.is_some() && (tree || files.len() != 1) {
+        return Err("--output takes exactly one input file".into());
+    }
+    Ok(Inputs { files, tree, walk_failed })
+}
+
+/// Print every file's lines and, in tree mode, the summary; true if the
+/// run failed (an error, or `--check` found a file to change).
+fn report(results: &[Done], tree: bool, check: bool) -> bool {
     let mut changed = 0;
     let mut unchanged = 0;
     let mut errors = 0;
-    let mut skipped: BTreeMap<Skip, usize> = BTreeMap::new();
-    for done in &results {
+    let mut skipped: BTreeMap<LeftAlone, usize> = BTreeMap::new();
+    for done in results {
         for line in &done.lines {
             eprintln!("{line}");
         }
@@ -147,7 +173,7 @@ fn main() -> ExitCode {
         }
     }
     if tree {
-        if let Some(&n) = skipped.get(&Skip::Compressed) {
+        if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
             eprintln!(
                 "{NAME}: warning: {n} compressed modules left unchanged (--compressed=recompress processes them)"
             );
@@ -155,22 +181,21 @@ fn main() -> ExitCode {
         let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();
         let skipped_total: usize = skipped.values().sum();
         eprintln!(
-            "{NAME}: {total} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
-            if opts.check { "would change" } else { "changed" },
+            "{NAME}: {} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
+            results.len(),
+            if check { "would change" } else { "changed" },
             if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
         );
     }
-    failed |= errors > 0 || (opts.check && changed > 0);
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    errors > 0 || (check && changed > 0)
 }
 
 fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
     let shown = path.display();
     match process::process_file(path, output, opts) {
-        Ok(report) => {
-            let a = report.analysis;
+        Ok(a) => {
             let mut lines = Vec::new();
-            let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(Skip::Compressed, _));
+            let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(LeftAlone::Compressed, _));
             if !quiet_skip {
                 lines.extend(a.warnings.iter().map(|w| format!("{NAME}: {shown}: warning: {w}")));
             }

@@ -1,7 +1,7 @@
 //! The `mcount=` modinfo tag: the kernel's per-module proof that this tool
 //! ran on this exact file and left no doubt.
 //!
-//! A kernel with the series in `kernel/` (CONFIG_BUILDTIME_MCOUNT_ZERO)
+//! A kernel with the series in `kernel/` (`CONFIG_BUILDTIME_MCOUNT_ZERO`)
 //! gives every module `mcount=unchecked`, NUL padded to [`WIDTH`] bytes.
 //! Once every entry is decided with the configuration the module was built
 //! for, the value becomes `zeroed:<callsites>:<symbols>`, two counts in
@@ -17,6 +17,8 @@
 //! which the current kernel ignores. Such tags are read, restored to
 //! `unchecked` on doubt, and otherwise left alone: the slot has no room for
 //! the counts.
+
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
 use crate::elf::ElfInfo;
 use crate::error::Error;
@@ -39,18 +41,17 @@ pub struct Counts {
 impl Counts {
     /// What the loader counts in this file when its callsite section is
     /// `section` (`FTRACE_CALLSITE_SECTION`; none in the file counts 0).
+    #[must_use]
     pub fn of(info: &ElfInfo, section: &str) -> Counts {
         let callsites = info.alloc_section(section).map_or(0, |i| info.sections[i].size / info.word_size());
         let sym_size = if info.is_64 { 24 } else { 16 };
-        let symbols = info
-            .sections
-            .iter()
-            .find(|s| s.sh_type == object::elf::SHT_SYMTAB)
-            .map_or(0, |s| s.size / sym_size);
+        let symbols =
+            info.sections.iter().find(|s| s.sh_type == object::elf::SHT_SYMTAB).map_or(0, |s| s.size / sym_size);
         Counts { callsites, symbols }
     }
 
     /// The tag value the kernel accepts for these counts.
+    #[must_use]
     pub fn value(self) -> String {
         format!("zeroed:{:08x}:{:08x}", self.callsites, self.symbols)
     }
@@ -59,7 +60,9 @@ impl Counts {
         let rest = value.strip_prefix(b"zeroed:")?;
         let (callsites, symbols) = (rest.get(..8)?, rest.get(8..)?.strip_prefix(b":")?);
         let hex = |b: &[u8]| {
-            let text = std::str::from_utf8(b).ok().filter(|t| t.len() == 8 && t.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))?;
+            let text = std::str::from_utf8(b)
+                .ok()
+                .filter(|t| t.len() == 8 && t.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))?;
             u64::from_str_radix(text, 16).ok()
         };
         Some(Counts { callsites: hex(callsites)?, symbols: hex(symbols)? })
@@ -73,31 +76,37 @@ impl Counts {
 pub enum Tag {
     /// No tag: built without the series. Nothing to mark.
     Absent,
-    Unchecked { at: u64, room: u64 },
+    Unchecked {
+        at: u64,
+        room: u64,
+    },
     /// `zeroed:<callsites>:<symbols>`, as written for the counts it holds.
-    Zeroed { at: u64, room: u64, counts: Counts },
+    Zeroed {
+        at: u64,
+        room: u64,
+        counts: Counts,
+    },
     /// A bare `zeroed` from the first series, which had no counts.
-    ZeroedUnbound { at: u64, room: u64 },
+    ZeroedUnbound {
+        at: u64,
+        room: u64,
+    },
     /// Not ours to touch: an unknown value, or several tags.
     Unknown(String),
 }
 
 /// The first `mcount=` tag, read the way the kernel's `get_modinfo()` reads
 /// `.modinfo`: NUL-terminated strings, runs of NULs skipped.
+#[must_use]
 pub fn find(image: &[u8], info: &ElfInfo) -> Tag {
-    let Some((start, end)) = info.sections.iter().find(|s| s.name == ".modinfo").and_then(|s| s.file_range()) else {
+    let Some(modinfo) = info.sections.iter().find(|s| s.name == ".modinfo") else {
         return Tag::Absent;
     };
-    let bytes = &image[start as usize..end as usize];
-    let mut tags = Vec::new();
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let len = bytes[pos..].iter().position(|&b| b == 0).unwrap_or(bytes.len() - pos);
-        if bytes[pos..pos + len].starts_with(KEY) {
-            tags.push((pos + KEY.len(), pos + len));
-        }
-        pos += len + 1;
-    }
+    let (start, bytes) = (modinfo.offset, modinfo.bytes(image));
+    let tags: Vec<(usize, usize)> = crate::elf::modinfo_strings(bytes)
+        .filter(|(_, s)| s.starts_with(KEY))
+        .map(|(pos, s)| (pos + KEY.len(), pos + s.len()))
+        .collect();
     match tags.as_slice() {
         [] => Tag::Absent,
         &[(value, stop)] => {
@@ -140,10 +149,10 @@ pub struct Step {
     pub warning: Option<String>,
 }
 
-/// `value`, NUL padded to `width` bytes.
+/// `value`, NUL padded to `width` bytes (at most [`WIDTH`]).
 fn padded(value: &[u8], width: u64) -> Vec<u8> {
     let mut bytes = value.to_vec();
-    bytes.resize(width as usize, 0);
+    bytes.resize(usize::try_from(width).expect("a tag slot is a few bytes"), 0);
     bytes
 }
 
@@ -280,7 +289,12 @@ mod tests {
     fn counts_parse_only_the_exact_form_the_kernel_prints() {
         assert_eq!(Counts::parse(b"zeroed:0000061e:0000a3c1"), Some(NOW));
         assert_eq!(NOW.value(), "zeroed:0000061e:0000a3c1");
-        for bad in [&b"zeroed:61e:a3c1"[..], b"zeroed:0000061E:0000a3c1", b"zeroed:0000061e:0000a3c1x", b"zeroed:0000061e0000a3c1"] {
+        for bad in [
+            &b"zeroed:61e:a3c1"[..],
+            b"zeroed:0000061E:0000a3c1",
+            b"zeroed:0000061e:0000a3c1x",
+            b"zeroed:0000061e0000a3c1",
+        ] {
             assert_eq!(Counts::parse(bad), None, "{}", String::from_utf8_lossy(bad));
         }
     }

@@ -9,6 +9,12 @@
 //! ppc and i386 loaders reject it). The file keeps its size and every other
 //! section; only a dropped signature shortens it.
 
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "every offset and length was checked against the image, a slice in memory"
+)]
+
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -33,6 +39,10 @@ pub struct Plan {
 impl Plan {
     /// Plan the removal of the entries at `zero` (indices into
     /// `callsite.entries`) from a module whose ELF image is `image`.
+    ///
+    /// # Panics
+    ///
+    /// Never: the one `expect` is on a list just checked to be non-empty.
     pub fn new(image: &[u8], info: &ElfInfo, callsite: &Callsite, zero: &[usize]) -> Result<Plan, Error> {
         let mut writes = Vec::new();
         if zero.is_empty() {
@@ -40,14 +50,18 @@ impl Plan {
         }
         let cs = &info.sections[callsite.section];
         let rs = &info.sections[callsite.reloc_section];
-        let word = info.word_size();
+        let word = info.word_size() as usize;
+        let words = cs.bytes(image);
         let entsize = callsite.reloc_entsize as usize;
 
         for &e in zero {
             let entry = &callsite.entries[e];
-            let at = cs.offset + entry.word_offset;
-            if image[at as usize..(at + word) as usize].iter().any(|&b| b != 0) {
-                writes.push(Write { offset: at, bytes: vec![0; word as usize] });
+            let at = usize::try_from(entry.word_offset)
+                .map_err(|_| Error::Internal("an entry offset does not fit in memory".into()))?;
+            let bytes =
+                words.get(at..at + word).ok_or_else(|| Error::Internal("an entry lies outside its section".into()))?;
+            if bytes.iter().any(|&b| b != 0) {
+                writes.push(Write { offset: cs.offset + entry.word_offset, bytes: vec![0; word] });
             }
         }
 
@@ -58,7 +72,7 @@ impl Plan {
             removed[callsite.entries[e].reloc] = true;
         }
         let first = removed.iter().position(|&r| r).expect("zero is not empty");
-        let old = &image[rs.offset as usize..(rs.offset + rs.size) as usize];
+        let old = rs.bytes(image);
         let mut tail = Vec::with_capacity(old.len() - first * entsize);
         for (i, rel) in old.chunks_exact(entsize).enumerate().skip(first) {
             if !removed[i] {
@@ -71,13 +85,7 @@ impl Plan {
 
         let new_size = kept * callsite.reloc_entsize;
         let field = info.sh_size_field(callsite.reloc_section);
-        let width = if info.is_64 { 8 } else { 4 };
-        let bytes = if info.big_endian {
-            new_size.to_be_bytes()[8 - width..].to_vec()
-        } else {
-            new_size.to_le_bytes()[..width].to_vec()
-        };
-        writes.push(Write { offset: field, bytes });
+        writes.push(Write { offset: field, bytes: info.word_bytes(new_size) });
 
         writes.sort_by_key(|w| w.offset);
         let plan = Plan { writes, truncate: None };
@@ -92,6 +100,7 @@ impl Plan {
         self.check(image_len)
     }
 
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.truncate.is_none()
     }
@@ -102,8 +111,8 @@ impl Plan {
         for w in &self.writes {
             let stop = w.offset.checked_add(w.bytes.len() as u64);
             if w.offset < end || stop.is_none_or(|s| s > image_len) {
-                return Err(Error::Malformed(format!(
-                    "internal check failed: a planned write at {:#x} overlaps another or leaves the image",
+                return Err(Error::Internal(format!(
+                    "a planned write at {:#x} overlaps another or leaves the image",
                     w.offset
                 )));
             }
@@ -113,6 +122,7 @@ impl Plan {
     }
 
     /// The planned result as a new buffer.
+    #[must_use]
     pub fn apply_to(&self, data: &[u8]) -> Vec<u8> {
         let len = self.truncate.map_or(data.len(), |t| t as usize);
         let mut out = data[..len].to_vec();

@@ -5,6 +5,8 @@
 //! refuses the module ("Key was rejected by service"). So a signed module is
 //! only ever written when the user asked for the signature to be dropped.
 
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+
 use crate::error::Error;
 
 pub const MARKER: &[u8] = b"~Module signature appended~\n";
@@ -50,7 +52,7 @@ mod tests {
         let mut v = elf.to_vec();
         v.extend_from_slice(sig);
         v.extend_from_slice(&[0, 0, PKEY_ID_PKCS7, 0, 0, 0, 0, 0]);
-        v.extend_from_slice(&(sig.len() as u32).to_be_bytes());
+        v.extend_from_slice(&u32::try_from(sig.len()).unwrap().to_be_bytes());
         v.extend_from_slice(MARKER);
         v
     }

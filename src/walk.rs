@@ -2,6 +2,8 @@
 //! process many files on a few threads with a result that does not depend
 //! on how many.
 
+#![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
+
 use std::collections::HashSet;
 use std::fs;
 use std::io;
@@ -12,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SUFFIXES: [&str; 4] = [".ko", ".ko.xz", ".ko.zst", ".ko.gz"];
 
+#[must_use]
 pub fn is_module_name(path: &Path) -> bool {
     path.file_name().and_then(|n| n.to_str()).is_some_and(|n| SUFFIXES.iter().any(|s| n.ends_with(s)))
 }
@@ -48,16 +51,21 @@ pub fn modules(root: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// Default worker count: rpm's `RPM_BUILD_NCPUS` when set, else the CPUs
 /// this process may use.
+#[must_use]
 pub fn default_jobs() -> usize {
     std::env::var("RPM_BUILD_NCPUS")
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
 /// Apply `work` to every item on `jobs` threads; results come back in item
 /// order. `done` is told how many items have finished, for progress.
+///
+/// # Panics
+///
+/// If `work` panics on an item, or a thread cannot be started.
 pub fn parallel<T: Sync, R: Send>(
     items: &[T],
     jobs: usize,

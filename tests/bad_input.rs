@@ -1,5 +1,13 @@
 //! Bad input gets a clear error naming the file and the reason, and the
 //! file is left byte-for-byte unchanged.
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
+
+mod common;
+
+use common::{BIN, module};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -8,9 +16,6 @@ use std::process::Command;
 
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{Endianness, elf::FileHeader64};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("zwm-bad-{name}-{}", std::process::id()));
@@ -32,10 +37,6 @@ fn refused(name: &str, data: &[u8]) -> String {
     assert_eq!(fs::read(&path).unwrap(), data, "{name}: file changed");
     fs::remove_dir_all(&dir).unwrap();
     err
-}
-
-fn module() -> Vec<u8> {
-    fs::read(MODULE).unwrap()
 }
 
 /// File offset of section `name`'s header, and of its data.

@@ -3,22 +3,10 @@
 
 mod common;
 
-use common::{Scratch, signed};
+use common::{MODULE, Scratch, signed, stderr, tool};
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
-
-fn tool(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -269,7 +257,7 @@ fn errors_name_the_file_and_other_files_still_get_processed() {
 
 #[test]
 fn usage_errors_exit_2() {
-    assert_eq!(tool(&[]).status.code(), Some(2));
+    assert_eq!(tool::<&str>(&[]).status.code(), Some(2));
     assert_eq!(tool(&["--signed=maybe", MODULE]).status.code(), Some(2));
     assert_eq!(tool(&["--kconfig", "/nonexistent/config", MODULE]).status.code(), Some(2));
     assert_eq!(tool(&["--tree", MODULE]).status.code(), Some(2));

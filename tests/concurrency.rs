@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Scratch, big_module};
+use common::{BIN, Scratch, big_module};
 
 use std::fs;
 use std::path::Path;
@@ -18,7 +18,6 @@ use std::process::{Child, Command, Stdio};
 
 use zero_weak_mcount::process::{Options, analyze};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const ROUNDS: usize = 25;
 
 fn spawn(args: &[&str], path: &Path) -> Child {

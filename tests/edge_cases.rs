@@ -2,10 +2,14 @@
 //! is refused is refused clearly and left byte-identical; what is valid,
 //! however unusual, is processed correctly; nothing blocks or allocates
 //! from an unvalidated size.
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
 
 mod common;
 
-use common::{Scratch, signed};
+use common::{BIN, Scratch, module, signed, stderr};
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -23,9 +27,6 @@ use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::error::Error;
 use zero_weak_mcount::process::{Options, analyze, process_file};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
-
 /// Run a command, failing the test if it takes longer than `limit`.
 fn run_for(cmd: &mut Command, limit: Duration) -> Output {
     let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
@@ -41,6 +42,7 @@ fn run_for(cmd: &mut Command, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Run the tool with `args`, killing it if it takes more than 30 s.
 fn tool(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     let mut cmd = Command::new(BIN);
     for a in args {
@@ -49,18 +51,10 @@ fn tool(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     run_for(&mut cmd, Duration::from_secs(30))
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn euid() -> u32 {
     let status = fs::read_to_string("/proc/self/status").unwrap();
     let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
     line.split_whitespace().nth(2).unwrap().parse().unwrap()
-}
-
-fn module() -> Vec<u8> {
-    fs::read(MODULE).unwrap()
 }
 
 /// What the library makes of `data` with default options.
@@ -259,7 +253,7 @@ fn a_read_only_file_is_refused_in_every_mode() {
     // and rename it over the read-only one, as `sed -i` would).
     let original = module();
     for writable_dir in [false, true] {
-        let dir = Scratch::new(&format!("readonly{}", writable_dir as u8));
+        let dir = Scratch::new(&format!("readonly{}", u8::from(writable_dir)));
         let path = dir.file("m.ko", &original);
         fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
         if writable_dir && euid() == 0 {
@@ -357,8 +351,8 @@ fn extended_section_numbering_in_section_zero() {
 }
 
 /// The real thing: more than 0xff00 sections, written by object, with the
-/// text sections (and so the symbols the relocations use) past SHN_LORESERVE
-/// (symbols then use SHN_XINDEX and .symtab_shndx), and the callsite table
+/// text sections (and so the symbols the relocations use) past `SHN_LORESERVE`
+/// (symbols then use `SHN_XINDEX` and `.symtab_shndx`), and the callsite table
 /// near the start of the file, below section 0's `sh_size` (the count).
 #[test]
 fn a_module_with_more_than_0xff00_sections() {
@@ -462,7 +456,7 @@ fn relocation_sections_that_are_not_whole_entries_are_refused() {
 }
 
 /// Two callsite sections with one name. The kernel's `find_sec()` takes the
-/// first with SHF_ALLOC; the other one, and its relocations, stay as they are.
+/// first with `SHF_ALLOC`; the other one, and its relocations, stay as they are.
 #[test]
 fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
     // (first is allocated, second is allocated): the first is used.
@@ -491,7 +485,7 @@ fn of_two_callsite_sections_with_one_name_the_first_allocated_one_is_used() {
         let file = object::File::parse(&*out).unwrap();
         let counts: Vec<usize> =
             file.sections().filter(|s| s.name() == Ok("__mcount_loc")).map(|s| s.relocations().count()).collect();
-        let used = if first_alloc { 0 } else { 1 };
+        let used = usize::from(!first_alloc);
         let mut expected = vec![2, 2];
         expected[used] = 1;
         assert_eq!(counts, expected, "first allocated: {first_alloc}");

@@ -5,10 +5,18 @@
 //! in between. A kill can leave the run's temporary file
 //! (`.NAME.zwm-PID.tmp`) behind; the test counts those, checks their names,
 //! and checks that the next run that rewrites the module removes them.
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
+#![allow(
+    clippy::case_sensitive_file_extension_comparisons,
+    reason = "the temporary names are the tool's own, lower-case"
+)]
 
 mod common;
 
-use common::big_module;
+use common::{BIN, MODULE, big_module};
 
 use std::fs;
 use std::path::PathBuf;
@@ -16,9 +24,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use zero_weak_mcount::process::{Options, analyze};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
 
 /// `ZWM_INTERRUPT_KILLS` and `ZWM_INTERRUPT_BIG` (entries of the largest
 /// module) make a longer run; the defaults keep `cargo test` quick.

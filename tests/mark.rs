@@ -2,18 +2,22 @@
 //! only when the run proves the module clean, back to `unchecked` when a
 //! run finds doubt, never otherwise; and the flipped file reads the same in
 //! kmod's `modinfo`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::doc_markdown,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
 
 mod common;
 
 use std::fs;
 use std::process::Command;
 
-use common::{Fixture, Scratch, assert_differs_only_in, changeable, entries, signed, standard};
+use common::{BIN, Fixture, Scratch, assert_differs_only_in, changeable, entries, signed, standard};
 use object::{Architecture, Endianness, Object as _, ObjectSection as _, elf};
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, Outcome, SignedPolicy, analyze};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
 const IBT: &str = "CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_X86_KERNEL_IBT=y\n";
 /// The placeholder of scripts/module-common.c: `unchecked`, NUL padded to
 /// the width of the counted tag.
@@ -105,7 +109,11 @@ fn the_first_series_slot_is_read_but_never_marked() {
     let before = tagged(OLD_TAG, false).build();
     let (after, a) = run(&before, &with_config());
     assert_eq!(modinfo(&after)[2], "mcount=unchecked");
-    assert!(a.details.iter().any(|d| d.starts_with("leave mcount=unchecked: its slot holds 9 bytes")), "{:#?}", a.details);
+    assert!(
+        a.details.iter().any(|d| d.starts_with("leave mcount=unchecked: its slot holds 9 bytes")),
+        "{:#?}",
+        a.details
+    );
     assert!(matches!(a.outcome, Outcome::Changed { zeroed: 3, marked: false, .. }), "{:?}", a.outcome);
 }
 
@@ -161,7 +169,10 @@ fn doubt_or_an_assumed_rule_leaves_the_tag_and_says_why() {
         assert!(a.details.iter().any(|d| d.starts_with(why)), "want {why:?} in {:#?}", a.details);
         assert!(!matches!(a.outcome, Outcome::Changed { marked: true, .. }), "{:?}", a.outcome);
         assert_eq!(modinfo(&after)[2], "mcount=unchecked");
-        assert_eq!(&after[tag_range(&after).0..tag_range(&after).1], &before[tag_range(&before).0..tag_range(&before).1]);
+        assert_eq!(
+            &after[tag_range(&after).0..tag_range(&after).1],
+            &before[tag_range(&before).0..tag_range(&before).1]
+        );
     }
 }
 

@@ -15,10 +15,21 @@
 //! The allowed ranges are computed from scratch, from the library's own
 //! parse of the input (`elf::parse_info`), not from `common::changeable`
 //! (which assumes a well-formed file).
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
+#![allow(
+    clippy::similar_names,
+    clippy::manual_let_else,
+    reason = "kept as written: renaming would only churn the campaign"
+)]
+#![allow(clippy::too_many_lines, reason = "one table of mutation kinds reads best in one place")]
 
 mod common;
 
-use common::{Rng, Scratch, signed};
+use common::ranges::allowed_ranges;
+use common::{BIN, MODULE, Rng, Scratch, signed};
 
 use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -30,9 +41,6 @@ use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, SignedPolicy, analyze};
 use zero_weak_mcount::signature;
-
-const BIN: &str = env!("CARGO_BIN_EXE_zero-weak-mcount");
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
 
 /// Cases per run. Every `CLI_EVERY`th case also runs the binary.
 const CASES: usize = 10_000;
@@ -316,7 +324,7 @@ fn mutate_once(rng: &mut Rng, b: &Base, data: &mut Vec<u8>, log: &mut Vec<String
     match rng.below(20) {
         // Random bytes anywhere.
         0 | 1 => {
-            for _ in 0..1 + rng.below(8) {
+            for _ in 0..=rng.below(8) {
                 let at = rng.below(len.max(1));
                 if let Some(x) = data.get_mut(at) {
                     let v = if rng.chance(50) { 1u8 << rng.below(8) } else { rng.next() as u8 };
@@ -365,20 +373,24 @@ fn mutate_once(rng: &mut Rng, b: &Base, data: &mut Vec<u8>, log: &mut Vec<String
             let v = match name {
                 // Point at another (real) section index.
                 "sh_link" | "sh_info" if rng.chance(50) => rng.below(b.sections.len() + 2) as u64,
-                "sh_type" if rng.chance(60) => [
-                    elf::SHT_NULL,
-                    elf::SHT_PROGBITS,
-                    elf::SHT_SYMTAB,
-                    elf::SHT_STRTAB,
-                    elf::SHT_RELA,
-                    elf::SHT_REL,
-                    elf::SHT_NOBITS,
-                    elf::SHT_DYNSYM,
-                    elf::SHT_SYMTAB_SHNDX,
-                ][rng.below(9)] as u64,
+                "sh_type" if rng.chance(60) => u64::from(
+                    [
+                        elf::SHT_NULL,
+                        elf::SHT_PROGBITS,
+                        elf::SHT_SYMTAB,
+                        elf::SHT_STRTAB,
+                        elf::SHT_RELA,
+                        elf::SHT_REL,
+                        elf::SHT_NOBITS,
+                        elf::SHT_DYNSYM,
+                        elf::SHT_SYMTAB_SHNDX,
+                    ][rng.below(9)],
+                ),
                 "sh_flags" if rng.chance(60) => {
-                    orig ^ [elf::SHF_ALLOC, elf::SHF_EXECINSTR, elf::SHF_WRITE, elf::SHF_ALLOC | elf::SHF_EXECINSTR]
-                        [rng.below(4)] as u64
+                    orig ^ u64::from(
+                        [elf::SHF_ALLOC, elf::SHF_EXECINSTR, elf::SHF_WRITE, elf::SHF_ALLOC | elf::SHF_EXECINSTR]
+                            [rng.below(4)],
+                    )
                 }
                 // Overlap another section.
                 "sh_offset" if rng.chance(40) => {
@@ -420,10 +432,10 @@ fn mutate_once(rng: &mut Rng, b: &Base, data: &mut Vec<u8>, log: &mut Vec<String
                 "st_shndx" if rng.chance(60) => [
                     0,
                     rng.below(b.sections.len() + 2) as u64,
-                    elf::SHN_ABS as u64,
-                    elf::SHN_COMMON as u64,
-                    elf::SHN_XINDEX as u64,
-                    elf::SHN_LORESERVE as u64,
+                    u64::from(elf::SHN_ABS),
+                    u64::from(elf::SHN_COMMON),
+                    u64::from(elf::SHN_XINDEX),
+                    u64::from(elf::SHN_LORESERVE),
                 ][rng.below(6)],
                 "st_info" if rng.chance(60) => {
                     let bind = [elf::STB_LOCAL, elf::STB_GLOBAL, elf::STB_WEAK][rng.below(3)];
@@ -563,39 +575,6 @@ fn tab_link(b: &Base, symtab: usize) -> usize {
 // ---------------------------------------------------------------------------
 // The checks.
 
-/// Byte ranges a run may change in `image` (the file without any
-/// signature), from the library's own parse: every callsite section the
-/// tool may pick, the relocation sections that apply to it, their
-/// `sh_size` fields, and the value of an `mcount=` tag.
-fn allowed_ranges(image: &[u8]) -> Vec<(u64, u64)> {
-    let info = parse_info(image).expect("analyze accepted it, so parse_info must too");
-    let mut ranges = Vec::new();
-    // The slot of the first mcount= tag in .modinfo.
-    if let Some((start, end)) = info.sections.iter().find(|s| s.name == ".modinfo").and_then(|s| s.file_range()) {
-        let bytes = &image[start as usize..end as usize];
-        if let Some(at) = bytes.windows(7).position(|w| w == b"mcount=") {
-            let value = start + at as u64 + 7;
-            ranges.push((value, value + zero_weak_mcount::mark::WIDTH));
-        }
-    }
-    for name in ["__mcount_loc", "__patchable_function_entries"] {
-        let Some(cs) = info.alloc_section(name) else { continue };
-        if let Some(r) = info.sections[cs].file_range() {
-            ranges.push(r);
-        }
-        for (i, s) in info.sections.iter().enumerate() {
-            if (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == cs {
-                if let Some(r) = s.file_range() {
-                    ranges.push(r);
-                }
-                let f = info.sh_size_field(i);
-                ranges.push((f, f + info.word_size()));
-            }
-        }
-    }
-    ranges
-}
-
 /// What the library said about one case, for the CLI sample.
 enum Verdict {
     Refused,
@@ -621,7 +600,7 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
             if opts.signed != SignedPolicy::Strip {
                 return Err("truncated without --signed=strip".into());
             }
-            let sig = stripped_len(data);
+            let sig = signature::image_len(data).ok().flatten();
             if sig != Some(t as usize) {
                 return Err(format!("truncated to {t:#x}, but the signatures end at {sig:?}"));
             }
@@ -658,18 +637,10 @@ fn check_case(data: &[u8], opts: &Options) -> Result<Verdict, String> {
 }
 
 /// The length of `data` without every appended signature, if it has one.
-fn stripped_len(data: &[u8]) -> Option<usize> {
-    let mut len = signature::elf_len(data).ok().flatten()?;
-    while let Ok(Some(inner)) = signature::elf_len(&data[..len]) {
-        len = inner;
-    }
-    Some(len)
-}
-
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<String>()
         .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .or_else(|| p.downcast_ref::<&str>().map(std::string::ToString::to_string))
         .unwrap_or_else(|| "?".into())
 }
 
@@ -753,7 +724,7 @@ fn mutation_campaign() {
         for (label, opts) in &options {
             match check_case(&data, opts) {
                 Err(why) => {
-                    failures.push(format!("case {case} ({}, {label}): {why}; mutations: {}", b.name, log.join("; ")))
+                    failures.push(format!("case {case} ({}, {label}): {why}; mutations: {}", b.name, log.join("; ")));
                 }
                 Ok(v) => {
                     match &v {
@@ -819,7 +790,7 @@ fn no_panic(data: &[u8], opts: &Options) -> Result<(), String> {
 
 /// Found by the campaign: an empty callsite or relocation section whose
 /// `sh_offset` lies past the end of the file made `extract` slice out of
-/// bounds (parse_info only checks sections that have bytes).
+/// bounds (`parse_info` only checks sections that have bytes).
 #[test]
 fn an_empty_callsite_or_relocation_section_past_the_end_of_the_file() {
     let x86 = || standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4).build();
@@ -837,7 +808,7 @@ fn an_empty_callsite_or_relocation_section_past_the_end_of_the_file() {
 }
 
 /// Found by the campaign: `sh_offset + sh_size` overflowed (a debug-build
-/// panic in `Section::file_range`) before parse_info checked the range.
+/// panic in `Section::file_range`) before `parse_info` checked the range.
 #[test]
 fn a_section_offset_near_the_top_of_the_address_space() {
     for section in ["__mcount_loc", ".rela__mcount_loc", ".text", ".symtab"] {
@@ -853,9 +824,9 @@ fn a_section_offset_near_the_top_of_the_address_space() {
 }
 
 /// Found while reviewing what the campaign cannot reach (four coordinated
-/// mutations): a callsite into an executable SHT_NOBITS section of size
+/// mutations): a callsite into an executable `SHT_NOBITS` section of size
 /// near 2^64, with a symbol value and addend that add up to just below
-/// 2^64, made the ppc64 adjust (`+8` with DYNAMIC_FTRACE_WITH_CALL_OPS)
+/// 2^64, made the ppc64 adjust (`+8` with `DYNAMIC_FTRACE_WITH_CALL_OPS`)
 /// overflow: a panic in debug builds, a wrapped record ip in release.
 /// Such targets are now kept as doubtful: code has bytes in the file.
 #[test]

@@ -1,8 +1,9 @@
 //! Shared pieces of the benchmark binaries.
 //!
-//! `tool_*` replicate, with the library's public API, exactly what
-//! `process::analyze` does for one module (no `--kconfig`, default options),
-//! phase by phase, so each phase can be timed on its own. `naive_*` replace
+//! `tool_*` run, with the library's public API, the phases of
+//! `process::analyze` for one module (no `--kconfig`, default options) one
+//! by one, so each can be timed on its own; the per-entry decision is the
+//! library's own `decide::all`. `naive_*` replace
 //! only the search: for each entry, a scan of the whole symbol table as the
 //! kernel's `find_kallsyms_symbol()` does (kernel/module/kallsyms.c, 7.2).
 
@@ -14,7 +15,7 @@ use object::Endianness;
 use object::elf::{FileHeader32, FileHeader64, SHN_UNDEF};
 use object::read::elf::{FileHeader, Sym};
 use zero_weak_mcount::arch::{self, Overrides, Rule, Scope};
-use zero_weak_mcount::decide::{self, Input, Layout, SymbolIndex, Verdict};
+use zero_weak_mcount::decide::{self, Decisions, Input, Layout, SymbolIndex};
 use zero_weak_mcount::elf::{self, ElfInfo, Extracted, is_mapping_symbol};
 use zero_weak_mcount::plan::Plan;
 use zero_weak_mcount::signature;
@@ -41,38 +42,26 @@ pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
     let info = elf::parse_info(image)?;
     match arch::rule_for(&info, None, &Overrides::default())? {
         Scope::Act(rule) => Ok(Some((info, rule))),
-        Scope::Skip(_) => Ok(None),
+        Scope::Unchecked(_) => Ok(None),
     }
 }
 
 /// Phase 2 (extract): the callsite relocations and the lookup symbols.
 pub fn tool_extract<'a>(image: &'a [u8], info: &ElfInfo, rule: &Rule) -> Res<Option<Extracted<'a>>> {
     let Some(callsite) = info.alloc_section(rule.section) else { return Ok(None) };
-    Ok(elf::extract(image, info, callsite, rule.shape)?.ok())
+    Ok(elf::extract(image, info, callsite, rule.shape)?.table())
 }
 
-pub use zero_weak_mcount::process::input_for;
-
-/// What a decision pass found: per entry, true = zero, false = keep.
-pub struct Decisions {
-    pub zero: Vec<usize>,
-    pub doubt: Vec<bool>,
-}
-
-/// Phase 5 (decide), the tool's way.
-pub fn tool_decide(image: &[u8], info: &ElfInfo, rule: &Rule, x: &Extracted<'_>, symbols: &SymbolIndex<'_>, layout: &Layout) -> Decisions {
-    let entries = &x.callsite.entries;
-    let mut zero = Vec::new();
-    let mut doubt = vec![false; entries.len()];
-    for (i, entry) in entries.iter().enumerate() {
-        let input = input_for(image, info, rule, entry);
-        match decide::decide(&input, symbols, layout, rule.max_offset) {
-            Verdict::Valid => {}
-            Verdict::Zero { .. } => zero.push(i),
-            Verdict::Doubt(_) => doubt[i] = true,
-        }
-    }
-    Decisions { zero, doubt }
+/// Phase 5 (decide): the library's own per-entry pipeline.
+pub fn tool_decide(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    x: &Extracted<'_>,
+    symbols: &SymbolIndex<'_>,
+    layout: &Layout,
+) -> Decisions {
+    decide::all(image, info, rule, &x.callsite.entries, symbols, layout, |_, _, _| {})
 }
 
 /// Timings of one pass of the tool's phases over one image.
@@ -122,7 +111,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
         ..Shape::default()
     };
     let t = Instant::now();
-    let symbols = SymbolIndex::new(x.symbols.clone(), x.strings);
+    let symbols = SymbolIndex::new(&x.symbols, x.strings);
     p.sort = t.elapsed();
     let t = Instant::now();
     let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
@@ -134,9 +123,13 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
     let plan = Plan::new(image, &info, &x.callsite, &d.zero)?;
     p.plan = t.elapsed();
     shape.zeroed = d.zero.len();
-    shape.doubts = d.doubt.iter().filter(|&&b| b).count();
+    shape.doubts = d.doubt.len();
     shape.plan_bytes = plan.writes.iter().map(|w| w.bytes.len()).sum();
-    Ok(Some((p, shape, d.zero, d.doubt)))
+    let mut doubt = vec![false; shape.entries];
+    for &i in &d.doubt {
+        doubt[i] = true;
+    }
+    Ok(Some((p, shape, d.zero, doubt)))
 }
 
 /// Number of entries in the symbol table the callsite relocations use.
@@ -161,7 +154,13 @@ pub struct Naive {
 /// the address. File values are section-relative, so "at or below" is taken
 /// within the entry's section. Stops after `budget` (checked every 64
 /// entries) so that huge inputs can be extrapolated.
-pub fn naive_decide(image: &[u8], info: &ElfInfo, rule: &Rule, x: &Extracted<'_>, budget: Option<Duration>) -> Res<Naive> {
+pub fn naive_decide(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    x: &Extracted<'_>,
+    budget: Option<Duration>,
+) -> Res<Naive> {
     if info.is_64 {
         naive_generic::<FileHeader64<Endianness>>(image, info, rule, x, budget)
     } else {
@@ -186,8 +185,7 @@ fn naive_generic<Elf: FileHeader<Endian = Endianness>>(
     let syms = symtab.symbols();
     // The string table as raw bytes: like the kernel, look only at the
     // first bytes of a name (empty? mapping-symbol prefix?), never its length.
-    let strtab = info.sections.get(symtab.string_section().0).and_then(|s| s.file_range());
-    let strings: &[u8] = strtab.map_or(&[], |(a, b)| &image[a as usize..b as usize]);
+    let strings: &[u8] = info.sections.get(symtab.string_section().0).map_or(&[], |s| s.bytes(image));
     let start = Instant::now();
     let mut zero = Vec::new();
     let entries = &x.callsite.entries;
@@ -197,7 +195,7 @@ fn naive_generic<Elf: FileHeader<Endian = Endianness>>(
             break;
         }
         done = i + 1;
-        let Input::Ips { section, ips, count } = input_for(image, info, rule, entry) else { continue };
+        let Input::Ips { section, ips, count } = rule.input(image, info, entry) else { continue };
         let mut valid = false;
         for &ip in &ips[..count] {
             // kernel/module/kallsyms.c: find_kallsyms_symbol()

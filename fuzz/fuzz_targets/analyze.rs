@@ -20,7 +20,7 @@ fn options() -> &'static [Options] {
         vec![
             Options { verbose: true, ..Options::default() },
             Options { signed: SignedPolicy::Strip, ..Options::default() },
-            Options { signed: SignedPolicy::Skip, ..Options::default() },
+            Options { signed: SignedPolicy::Leave, ..Options::default() },
             cfg("CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n"),
             cfg("CONFIG_PPC64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_ARCH_USING_PATCHABLE_FUNCTION_ENTRY=y\n\
                  CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS=y\n"),

@@ -1,15 +1,19 @@
 //! Apply: whatever `analyze` accepts, its plan applies without panicking,
 //! the output parses again, a second run is a no-op, and nothing outside
 //! the callsite table, its relocation section and that section's
-//! `sh_size` field changed (a dropped signature may shorten the file).
+//! `sh_size` field changed, apart from the `mcount=` tag's value (a
+//! dropped signature may shorten the file).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use object::elf;
 use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{analyze, Options, SignedPolicy};
 use zero_weak_mcount::signature;
+
+#[path = "../../tests/common/ranges.rs"]
+mod ranges;
+use ranges::allowed_ranges;
 
 fuzz_target!(|data: &[u8]| {
     for opts in options() {
@@ -23,10 +27,7 @@ fuzz_target!(|data: &[u8]| {
             Some(t) => {
                 assert_eq!(opts.signed, SignedPolicy::Strip, "truncated without --signed=strip");
                 // Every appended signature is dropped (a module may be signed twice).
-                let mut len = signature::elf_len(data).unwrap().unwrap();
-                while let Ok(Some(inner)) = signature::elf_len(&data[..len]) {
-                    len = inner;
-                }
+                let len = signature::image_len(data).unwrap().unwrap();
                 assert_eq!(len, t as usize, "truncated elsewhere than before the signatures");
                 t as usize
             }
@@ -34,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         };
         assert_eq!(out.len(), image_len);
         let image = &data[..image_len];
-        let ranges = allowed(image);
+        let ranges = allowed_ranges(image);
         for (i, (x, y)) in image.iter().zip(&out).enumerate() {
             if x != y {
                 assert!(
@@ -48,24 +49,6 @@ fuzz_target!(|data: &[u8]| {
         assert!(again.plan.is_empty(), "second run is not a no-op: {:?}", again.plan);
     }
 });
-
-/// Every byte a run may change, from the library's own parse of the input.
-fn allowed(image: &[u8]) -> Vec<(u64, u64)> {
-    let info = parse_info(image).expect("analyze accepted it");
-    let mut ranges = Vec::new();
-    for name in ["__mcount_loc", "__patchable_function_entries"] {
-        let Some(cs) = info.alloc_section(name) else { continue };
-        ranges.extend(info.sections[cs].file_range());
-        for (i, s) in info.sections.iter().enumerate() {
-            if (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == cs {
-                ranges.extend(s.file_range());
-                let f = info.sh_size_field(i);
-                ranges.push((f, f + info.word_size()));
-            }
-        }
-    }
-    ranges
-}
 
 fn options() -> &'static [Options] {
     static OPTIONS: std::sync::OnceLock<Vec<Options>> = std::sync::OnceLock::new();

@@ -75,7 +75,8 @@ elf_copy "$inst" "$e" >/dev/null
 openssl x509 -inform DER -in "$mok_certificate" -out "$W/mok.pem" || fail "cannot read the MOK certificate"
 openssl cms -verify -binary -inform DER -in "$e.p7s" -content "$e" -certfile "$W/mok.pem" -noverify -out /dev/null 2>"$W/verify.err" ||
 	{ show "$W/verify.err"; fail "the DKMS signature does not verify over the processed ELF image"; }
-readelf -S -W "$e" | grep -q '\.debug_info' && fail "DKMS did not strip -g the module"
+sections=$(readelf -S -W "$e") || fail "readelf -S $e failed"
+! grep -q '\.debug_info' <<<"$sections" || fail "DKMS did not strip -g the module"
 ok "installed module: processed, stripped (no .debug_info), DKMS signature verifies over the processed bytes (openssl cms -verify)"
 
 dk remove1 remove 1.0 --all --no-depmod || { show "$W/remove1.log"; fail "dkms remove 1.0 failed"; }

@@ -1,15 +1,47 @@
 //! Synthetic kernel modules written with `object::write`, and an independent
 //! reader (object's generic `read` API, not our ELF layer) to check results.
 #![allow(dead_code)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    reason = "test fixtures: offsets, sizes and field values are small numbers the test itself wrote"
+)]
 
+use std::ffi::OsStr;
 use std::fs;
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 use object::write::{Object, Relocation, SectionId, Symbol, SymbolId, SymbolSection};
 use object::{
     Architecture, BinaryFormat, Endianness, FileFlags, Object as _, ObjectSection as _, ObjectSymbol as _,
     RelocationFlags, RelocationTarget, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
 };
+
+pub mod ranges;
+
+/// The tool under test. (`fuzz/examples/seeds.rs` includes this file too,
+/// from a crate that has no such binary.)
+pub const BIN: &str = match option_env!("CARGO_BIN_EXE_zero-weak-mcount") {
+    Some(bin) => bin,
+    None => "zero-weak-mcount",
+};
+/// A real module built by `scripts/build-testdata.sh`.
+pub const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/zwm_test.ko");
+
+pub fn module() -> Vec<u8> {
+    fs::read(MODULE).unwrap()
+}
+
+/// Run the tool with `args`, waiting for it.
+pub fn tool<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
 
 pub const VERMAGIC: &str = "7.2.0 SMP preempt mod_unload modversions";
 
@@ -197,7 +229,7 @@ pub fn entries(data: &[u8], callsite: &str, adjust: u64) -> Vec<(String, u64)> {
 /// Byte ranges of the file that may legitimately change: the callsite
 /// relocation section, its `sh_size` field, and the callsite words.
 pub fn changeable(data: &[u8], callsite: &str) -> Vec<(usize, usize)> {
-    let file = object::read::elf::ElfFile64::<Endianness>::parse(data).map(|_| true).unwrap_or(false);
+    let file = object::read::elf::ElfFile64::<Endianness>::parse(data).is_ok();
     let parsed = object::File::parse(data).unwrap();
     let mut ranges = Vec::new();
     let is_64 = file;
@@ -312,7 +344,7 @@ impl Rng {
     }
 }
 
-/// An x86_64 module with `n` functions of 16 bytes, each with a callsite
+/// An `x86_64` module with `n` functions of 16 bytes, each with a callsite
 /// entry; every 7th has lost its symbol (an overridden weak body), so its
 /// entry is zeroed. `n` = 100,000 gives a file of about 7 MB.
 pub fn big_module(n: usize) -> Vec<u8> {

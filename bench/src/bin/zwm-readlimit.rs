@@ -140,7 +140,7 @@ fn run<'a>(src: &mut dyn Src<'a>, len: u64, text: bool) -> Result<(u64, u64), St
                 let rela = src.get(a, b);
                 let symtab = src.get(sa, sb);
                 // The 8 bytes at each callsite's target, as the tool reads
-                // them today (process::input_for).
+                // them today (arch::Rule::input).
                 for rel in rela.chunks_exact(24) {
                     let info = u64le(rel, 8);
                     let addend = u64le(rel, 16);
