@@ -2,10 +2,11 @@
 //! ran on this exact file and left no doubt.
 //!
 //! A kernel with the series in `kernel/` (`CONFIG_BUILDTIME_MCOUNT_ZERO`)
-//! gives every module `mcount=unchecked`, NUL padded to [`WIDTH`] bytes.
-//! Once every entry is decided with the configuration the module was built
-//! for, the value becomes `zeroed:<callsites>:<symbols>`, two counts in
-//! eight hex digits: the entries of the callsite table and of `.symtab`.
+//! gives every module `mcount=unchecked:--------:--------` ([`PLACEHOLDER`],
+//! whose dashes reserve the room). Once every entry is decided with the
+//! configuration the module was built for, the value becomes
+//! `zeroed:<callsites>:<symbols>`, two counts in eight hex digits (the
+//! entries of the callsite table and of `.symtab`), padded with NULs.
 //! The kernel (`find_module_sections()`) trusts the tag only while both
 //! counts match the file, so stripping symbols or linking more objects in
 //! after this tool ran makes it an untagged module again, which the kernel
@@ -27,7 +28,11 @@ use crate::plan::Write;
 const KEY: &[u8] = b"mcount=";
 pub const UNCHECKED: &[u8] = b"unchecked";
 pub const ZEROED: &[u8] = b"zeroed";
-/// The width of `zeroed:%08x:%08x`, and so of the placeholder's slot.
+/// The value `scripts/module-common.c` gives every module. The kernel's
+/// `MODULE_INFO()` refuses embedded NULs, so visible dashes reserve the
+/// room for the counts.
+pub const PLACEHOLDER: &[u8] = b"unchecked:--------:--------";
+/// The width of `zeroed:%08x:%08x`.
 pub const WIDTH: u64 = 24;
 
 /// The two counts the kernel compares: `num_ftrace_callsites` and the
@@ -114,7 +119,7 @@ pub fn find(image: &[u8], info: &ElfInfo) -> Tag {
             let nuls = bytes[stop..].iter().take_while(|&&b| b == 0).count() as u64;
             let room = (stop - value) as u64 + nuls.saturating_sub(1);
             match &bytes[value..stop] {
-                UNCHECKED => Tag::Unchecked { at, room },
+                UNCHECKED | PLACEHOLDER => Tag::Unchecked { at, room },
                 ZEROED => Tag::ZeroedUnbound { at, room },
                 other => match Counts::parse(other) {
                     Some(counts) => Tag::Zeroed { at, room, counts },
@@ -149,7 +154,7 @@ pub struct Step {
     pub warning: Option<String>,
 }
 
-/// `value`, NUL padded to `width` bytes (at most [`WIDTH`]).
+/// `value`, NUL padded to `width` bytes (a tag's room: a few bytes).
 fn padded(value: &[u8], width: u64) -> Vec<u8> {
     let mut bytes = value.to_vec();
     bytes.resize(usize::try_from(width).expect("a tag slot is a few bytes"), 0);
@@ -168,7 +173,7 @@ pub fn step(tag: &Tag, proof: &Proof, now: Option<Counts>) -> Result<Step, Error
     Ok(match (tag, proof) {
         (Tag::Absent, _) => Step::default(),
         (&Tag::Unchecked { at, room }, Proof::Proven) if room >= WIDTH => Step {
-            write: Some(Write { offset: at, bytes: bound.clone().into_bytes() }),
+            write: Some(Write { offset: at, bytes: padded(bound.as_bytes(), room) }),
             change: Some(format!("mcount=unchecked -> {bound}")),
             detail: Some(format!("mark mcount={bound}: no entry the kernel would reject is left")),
             warning: None,
@@ -184,8 +189,8 @@ pub fn step(tag: &Tag, proof: &Proof, now: Option<Counts>) -> Result<Step, Error
             Step { detail: Some(format!("leave mcount=unchecked: {why}")), ..Step::default() }
         }
         (&Tag::Zeroed { counts, .. }, Proof::Proven) if Some(counts) == now => Step::default(),
-        (&Tag::Zeroed { at, counts, .. }, Proof::Proven) => Step {
-            write: Some(Write { offset: at, bytes: bound.clone().into_bytes() }),
+        (&Tag::Zeroed { at, room, counts }, Proof::Proven) => Step {
+            write: Some(Write { offset: at, bytes: padded(bound.as_bytes(), room) }),
             change: Some(format!("mcount={} -> {bound}", counts.value())),
             detail: Some(format!("mark mcount={bound}: the module changed since it was marked")),
             warning: None,
@@ -219,8 +224,9 @@ pub fn step(tag: &Tag, proof: &Proof, now: Option<Counts>) -> Result<Step, Error
     })
 }
 
-/// Back to `unchecked`, over the whole old value, when a marked module
-/// turns out to hold an entry kept for doubt.
+/// Back to the placeholder (or the first series' bare `unchecked` where it
+/// does not fit), over the whole old value, when a marked module turns out
+/// to hold an entry kept for doubt.
 fn restore(at: u64, room: u64, why: &str) -> Result<Step, Error> {
     if room < UNCHECKED.len() as u64 {
         return Err(Error::Malformed(format!(
@@ -228,7 +234,10 @@ fn restore(at: u64, room: u64, why: &str) -> Result<Step, Error> {
         )));
     }
     Ok(Step {
-        write: Some(Write { offset: at, bytes: padded(UNCHECKED, room.min(WIDTH)) }),
+        write: Some(Write {
+            offset: at,
+            bytes: if room >= PLACEHOLDER.len() as u64 { padded(PLACEHOLDER, room) } else { padded(UNCHECKED, room) },
+        }),
         change: Some("mcount=zeroed -> unchecked".into()),
         detail: None,
         warning: Some(format!(
@@ -249,26 +258,26 @@ mod tests {
 
     #[test]
     fn only_a_proven_run_marks_and_only_doubt_unmarks() {
-        let unchecked = Tag::Unchecked { at: 100, room: 24 };
+        let unchecked = Tag::Unchecked { at: 100, room: 27 };
         let marked = step(&unchecked, &Proof::Proven, Some(NOW)).unwrap();
-        assert_eq!(marked.write, Some(Write { offset: 100, bytes: b"zeroed:0000061e:0000a3c1".to_vec() }));
+        assert_eq!(marked.write, Some(Write { offset: 100, bytes: b"zeroed:0000061e:0000a3c1\0\0\0".to_vec() }));
         assert_eq!(step(&unchecked, &doubt(), Some(NOW)).unwrap().write, None);
         assert_eq!(step(&unchecked, &Proof::CannotJudge("no --kconfig".into()), Some(NOW)).unwrap().write, None);
 
-        let zeroed = Tag::Zeroed { at: 100, room: 24, counts: NOW };
+        let zeroed = Tag::Zeroed { at: 100, room: 27, counts: NOW };
         assert_eq!(step(&zeroed, &Proof::Proven, Some(NOW)).unwrap(), Step::default());
         assert_eq!(step(&zeroed, &Proof::CannotJudge("no --kconfig".into()), Some(NOW)).unwrap().write, None);
         let restored = step(&zeroed, &doubt(), Some(NOW)).unwrap();
-        assert_eq!(restored.write, Some(Write { offset: 100, bytes: padded(b"unchecked", 24) }));
+        assert_eq!(restored.write, Some(Write { offset: 100, bytes: PLACEHOLDER.to_vec() }));
         assert!(restored.warning.is_some());
         assert_eq!(step(&Tag::Unknown("mcount=x".into()), &Proof::Proven, Some(NOW)).unwrap().write, None);
     }
 
     #[test]
     fn a_proven_run_rebinds_a_tag_whose_counts_changed() {
-        let stale = Tag::Zeroed { at: 100, room: 24, counts: Counts { callsites: 0x61e, symbols: 0xb000 } };
+        let stale = Tag::Zeroed { at: 100, room: 27, counts: Counts { callsites: 0x61e, symbols: 0xb000 } };
         let s = step(&stale, &Proof::Proven, Some(NOW)).unwrap();
-        assert_eq!(s.write, Some(Write { offset: 100, bytes: b"zeroed:0000061e:0000a3c1".to_vec() }));
+        assert_eq!(s.write, Some(Write { offset: 100, bytes: b"zeroed:0000061e:0000a3c1\0\0\0".to_vec() }));
         let kept = step(&stale, &Proof::CannotJudge("no --kconfig".into()), Some(NOW)).unwrap();
         assert_eq!(kept.write, None);
         assert!(kept.detail.unwrap().contains("the kernel treats the module as untagged"));

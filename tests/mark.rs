@@ -19,9 +19,9 @@ use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, Outcome, SignedPolicy, analyze};
 
 const IBT: &str = "CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_X86_KERNEL_IBT=y\n";
-/// The placeholder of scripts/module-common.c: `unchecked`, NUL padded to
-/// the width of the counted tag.
-const TAG: &str = "mcount=unchecked\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+/// The placeholder of scripts/module-common.c: its dashes reserve the room
+/// for the counted tag.
+const TAG: &str = "mcount=unchecked:--------:--------";
 /// The 9-byte slot of the first version of the series.
 const OLD_TAG: &str = "mcount=unchecked";
 
@@ -54,7 +54,7 @@ fn tag_range(data: &[u8]) -> (usize, usize) {
     let (off, size) = file.section_by_name(".modinfo").unwrap().file_range().unwrap();
     let bytes = &data[off as usize..(off + size) as usize];
     let at = bytes.windows(7).position(|w| w == b"mcount=").unwrap() + 7;
-    (off as usize + at, off as usize + at + 24)
+    (off as usize + at, off as usize + at + 27)
 }
 
 /// The tag the kernel accepts for this file, counted independently of the
@@ -82,7 +82,7 @@ fn a_proven_run_zeroes_and_marks_and_a_second_run_is_a_no_op() {
     info[2] = format!("mcount={tag}");
     assert_eq!(modinfo(&after), info);
     let (s, e) = tag_range(&before);
-    assert_eq!(&after[s..e], tag.as_bytes());
+    assert_eq!(&after[s..e], format!("{tag}\0\0\0").as_bytes());
     let mut allowed = changeable(&before, "__mcount_loc");
     allowed.push((s, e));
     assert_differs_only_in(&before, &after, &allowed);
@@ -96,7 +96,7 @@ fn a_proven_run_zeroes_and_marks_and_a_second_run_is_a_no_op() {
 #[test]
 fn a_module_processed_before_is_marked_without_zeroing_anything() {
     let processed = run(&tagged(TAG, false).build(), &Options::default()).0;
-    assert_eq!(modinfo(&processed)[2], "mcount=unchecked", "no --kconfig: no mark");
+    assert_eq!(modinfo(&processed)[2], TAG, "no --kconfig: no mark");
     let (after, a) = run(&processed, &with_config());
     assert!(matches!(a.outcome, Outcome::Changed { zeroed: 0, marked: true, .. }), "{:?}", a.outcome);
     let (s, e) = tag_range(&processed);
@@ -124,7 +124,7 @@ fn a_tag_with_stale_counts_is_rebound_by_a_proven_run_and_reported_otherwise() {
     let (s, e) = tag_range(&marked);
     // As if the module had lost symbols after it was marked.
     let mut stale = marked.clone();
-    stale[s..e].copy_from_slice(format!("{}ffff", &tag[..20]).as_bytes());
+    stale[s..e].copy_from_slice(format!("{}ffff\0\0\0", &tag[..20]).as_bytes());
     assert_ne!(stale, marked);
     let (kept, a) = run(&stale, &Options { verbose: true, ..Options::default() });
     assert_eq!(kept, stale);
@@ -168,7 +168,7 @@ fn doubt_or_an_assumed_rule_leaves_the_tag_and_says_why() {
         let (after, a) = run(&before, &opts);
         assert!(a.details.iter().any(|d| d.starts_with(why)), "want {why:?} in {:#?}", a.details);
         assert!(!matches!(a.outcome, Outcome::Changed { marked: true, .. }), "{:?}", a.outcome);
-        assert_eq!(modinfo(&after)[2], "mcount=unchecked");
+        assert_eq!(modinfo(&after)[2], TAG);
         assert_eq!(
             &after[tag_range(&after).0..tag_range(&after).1],
             &before[tag_range(&before).0..tag_range(&before).1]
@@ -182,11 +182,11 @@ fn a_marked_module_with_doubt_is_restored_and_an_assumed_rule_keeps_the_mark() {
     let fresh = tagged(TAG, true).build();
     let mut doubtful = fresh.clone();
     let (s, e) = tag_range(&doubtful);
-    doubtful[s..e].copy_from_slice(bound(&fresh).as_bytes());
+    doubtful[s..e].copy_from_slice(format!("{}\0\0\0", bound(&fresh)).as_bytes());
     let (after, a) = run(&doubtful, &with_config());
     assert!(matches!(a.outcome, Outcome::Changed { marked: true, .. }), "{:?}", a.outcome);
     assert!(a.warnings.iter().any(|w| w.contains("restored mcount=unchecked")), "{:#?}", a.warnings);
-    assert_eq!(&after[s..e], &fresh[s..e], "the placeholder, NUL padding included");
+    assert_eq!(&after[s..e], &fresh[s..e], "the placeholder, dashes included");
 
     // The same for a bare "zeroed" of the first series, in its 9-byte slot.
     let mut old = tagged(OLD_TAG, true).build();
@@ -281,12 +281,12 @@ fn kmod_modinfo_reads_the_mark_and_every_other_field_unchanged() {
         String::from_utf8(out.stdout).unwrap()
     };
     let old = show();
-    assert_eq!(field(), "unchecked\n");
+    assert_eq!(field(), "unchecked:--------:--------\n");
     fs::write(&ko, run(&before, &with_config()).0).unwrap();
     let tag = bound(&before);
     assert_eq!(field(), format!("{tag}\n"));
     let new = show();
-    assert_eq!(old.replace("unchecked", &tag), new);
+    assert_eq!(old.replace("unchecked:--------:--------", &tag), new);
     assert!(new.lines().any(|l| l.starts_with("vermagic:")), "{new}");
     assert_eq!(new.lines().count(), old.lines().count());
 }

@@ -174,7 +174,7 @@ fn bases() -> Vec<Base> {
             {
                 let mut t =
                     standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
-                t.modinfo = vec!["mcount=unchecked\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"];
+                t.modinfo = vec!["mcount=unchecked:--------:--------"];
                 t.texts[1].ips.retain(|&ip| ip != 0);
                 t.build()
             },

@@ -8,7 +8,7 @@ use zero_weak_mcount::elf::parse_info;
 /// Byte ranges a run may change in `image` (the file without any
 /// signature): every callsite section the tool may pick, the relocation
 /// sections that apply to it, their `sh_size` fields, and the value of an
-/// `mcount=` tag (its slot: `unchecked` and its NUL padding, or a value
+/// `mcount=` tag (its slot: the placeholder `unchecked:--------:--------`, or a value
 /// written there).
 pub fn allowed_ranges(image: &[u8]) -> Vec<(u64, u64)> {
     let info = parse_info(image).expect("analyze accepted it, so parse_info must too");
@@ -17,7 +17,7 @@ pub fn allowed_ranges(image: &[u8]) -> Vec<(u64, u64)> {
         let bytes = modinfo.bytes(image);
         if let Some(at) = bytes.windows(7).position(|w| w == b"mcount=") {
             let value = modinfo.offset + at as u64 + 7;
-            ranges.push((value, value + zero_weak_mcount::mark::WIDTH));
+            ranges.push((value, value + zero_weak_mcount::mark::PLACEHOLDER.len() as u64));
         }
     }
     for name in ["__mcount_loc", "__patchable_function_entries"] {
