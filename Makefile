@@ -1,5 +1,5 @@
 # The commands a developer and CI need. `make check` is what .ci/run runs.
-.PHONY: all demo test integration e2e kernel-e2e check bench fuzz
+.PHONY: all demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu check bench fuzz
 
 all:
 	cargo build --release
@@ -18,6 +18,13 @@ e2e: all
 
 kernel-e2e: all
 	scripts/kernel-e2e.sh
+
+# Not part of check: five kernels side by side (docs/kernel-bench.md).
+kernel-bench: all
+	scripts/kernel-bench.sh
+
+kernel-bench-amdgpu: all
+	scripts/kernel-bench.sh --amdgpu
 
 check: test integration e2e kernel-e2e
 
