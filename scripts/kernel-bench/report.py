@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Judge and tabulate the kernel-bench boots (scripts/kernel-bench.sh).
+
+  report.py WORK SIZES.TSV BOOT_DIR...
+
+Each BOOT_DIR holds console.log from one boot of scripts/kernel-bench/init
+and a file `kernel` naming the kernel (stock, v1, v2, ours, floor).  For
+every kernel and case it reports the load time (median and interquartile
+range over every load of every boot, from printk timestamps), the ratio to
+stock and to floor, the module's lines of available_filter_functions (how
+many, how many invalid, and whether its valid lines are exactly stock's
+valid lines for the same module), and whether the boot WARNed or tainted.
+Writes WORK/report.md and WORK/curve.svg (load time against functions, one
+line per kernel, for the unchecked and the tagged generated modules).
+
+Expected, and checked (exit 1 otherwise): every insmod and rmmod succeeded;
+stock lists invalid lines for kvm-unchecked (else nothing is measured); v1,
+which only answers stock's check faster, lists exactly stock's lines; v2
+and ours list 0 invalid lines for every case, with valid lines equal to
+stock's; none of the three WARNs; floor, which skips all weak handling,
+lists the weak records (an invalid line or a WARN) for kvm-unchecked: the
+negative control that the cases really contain weak locations.
+"""
+import collections
+import re
+import statistics
+import sys
+from pathlib import Path
+
+KERNELS = ["stock", "v1", "v2", "ours", "floor"]
+COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "v2": "#2ca02c", "ours": "#1f77b4", "floor": "#7f7f7f"}
+STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] zwm-load (\S+) (\d+) (start|end)$")
+AFF = re.compile(r"^@@ZWM AFF (\S+) lines=(\d+) invalid=(\d+) valid-md5=(\S+)")
+BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")
+
+
+def parse(boot):
+    res = {"kernel": (boot / "kernel").read_text().strip(), "times": collections.defaultdict(list),
+           "aff": {}, "bad": [], "rc": [], "taint": None, "end": False}
+    section, starts = None, {}
+    for line in (boot / "console.log").read_text(errors="replace").replace("\r", "").split("\n"):
+        if line.startswith("@@ZWM ") and line.endswith("-BEGIN"):
+            section = line.split()[1].removesuffix("-BEGIN")
+        elif line.startswith("@@ZWM ") and line.endswith("-END"):
+            section = None
+        elif section == "TIMES":
+            m = STAMP.match(line)
+            if m:
+                t, case, i, what = float(m[1]), m[2], m[3], m[4]
+                if what == "start":
+                    starts[(case, i)] = t
+                elif (case, i) in starts:
+                    res["times"][case].append(1000 * (t - starts.pop((case, i))))
+        elif section == "DMESG":
+            if any(b in line for b in BAD):
+                res["bad"].append(line.strip())
+        elif (m := AFF.match(line)):
+            res["aff"][m[1]] = (int(m[2]), int(m[3]), m[4])
+        elif line.startswith(("@@ZWM INSMOD", "@@ZWM RMMOD")) and not line.endswith("rc=0"):
+            res["rc"].append(line)
+        elif line.startswith("@@ZWM TAINT"):
+            res["taint"] = line.split()[2]
+        elif line == "@@ZWM END":
+            res["end"] = True
+    return res
+
+
+def stats(ms):
+    q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
+    return statistics.median(ms), q[0], q[2]
+
+
+def svg(path, sizes, med):
+    """Load time against functions, log-log, one line per kernel."""
+    import math
+    xs = sorted(sizes)
+    pts = [v for k in KERNELS for kind in ("unchecked", "tagged") for n in xs
+           if (v := med.get((k, f"gen{n}-{kind}"))) is not None]
+    if not xs or not pts:
+        return
+    W, H, L, R, T, B = 760, 480, 70, 150, 40, 50
+    lx0, lx1 = math.log10(xs[0]), math.log10(xs[-1])
+    ly0, ly1 = math.floor(math.log10(min(pts))), math.ceil(math.log10(max(pts)))
+    X = lambda n: L + (math.log10(n) - lx0) / max(lx1 - lx0, 1e-9) * (W - L - R)
+    Y = lambda v: H - B - (math.log10(v) - ly0) / max(ly1 - ly0, 1e-9) * (H - T - B)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">Module load time under QEMU/TCG '
+           '(median; solid: unchecked module, dashed: tagged)</text>']
+    for e in range(ly0, ly1 + 1):
+        y = Y(10 ** e)
+        out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{L - 6}" y="{y + 4:.1f}" text-anchor="end">{10 ** e:g} ms</text>')
+    for n in xs:
+        x = X(n)
+        out.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" stroke="#eee"/>')
+        out.append(f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">{n}</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 12}" text-anchor="middle">functions in the module '
+               '(about 3 symbols each, 1 % weak)</text>')
+    for i, k in enumerate(KERNELS):
+        for kind, dash in (("unchecked", ""), ("tagged", ' stroke-dasharray="6 4"')):
+            p = [(X(n), Y(v)) for n in xs if (v := med.get((k, f"gen{n}-{kind}"))) is not None]
+            if len(p) > 1:
+                d = " ".join(f"{x:.1f},{y:.1f}" for x, y in p)
+                out.append(f'<polyline points="{d}" fill="none" stroke="{COLORS[k]}" stroke-width="2"{dash}/>')
+            for x, y in p:
+                out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{COLORS[k]}"/>')
+        y = T + 20 + 22 * i
+        out.append(f'<line x1="{W - R + 15}" y1="{y}" x2="{W - R + 45}" y2="{y}" stroke="{COLORS[k]}" stroke-width="2"/>')
+        out.append(f'<text x="{W - R + 52}" y="{y + 4}">{k}</text>')
+    out.append("</svg>")
+    Path(path).write_text("\n".join(out) + "\n")
+
+
+def main():
+    work, sizes_tsv, dirs = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+    boots = [parse(Path(d)) for d in dirs]
+    fails, times, aff, warns = [], collections.defaultdict(list), {}, collections.defaultdict(list)
+    for b, d in zip(boots, dirs):
+        k = b["kernel"]
+        if not b["end"]:
+            fails.append(f"{d}: the guest did not finish")
+        fails += [f"{d}: {x}" for x in b["rc"]]
+        warns[k] += b["bad"]
+        for case, ms in b["times"].items():
+            times[(k, case)] += ms
+        for case, a in b["aff"].items():
+            if (k, case) in aff and aff[(k, case)] != a:
+                fails.append(f"{d}: {k}/{case} listed differently than in an earlier boot")
+            aff.setdefault((k, case), a)
+    listed = {c for _, c in aff}
+    if not listed:
+        fails.append("no boot listed any case: nothing was measured")
+    for case in listed:
+        for k in KERNELS:
+            if not times.get((k, case)):
+                fails.append(f"{k}/{case}: no timed load")
+    cases = sorted({c for _, c in times}, key=lambda c: (not c.startswith("kvm"), int(re.sub(r"\D", "", c) or 0), c))
+    med = {key: stats(ms)[0] for key, ms in times.items()}
+
+    for case in cases:
+        base = aff.get(("stock", case))
+        for k in KERNELS:
+            a = aff.get((k, case))
+            if a is None:
+                fails.append(f"{k}/{case}: no listing")
+                continue
+            if k == "v1" and base and a != base:
+                fails.append(f"v1/{case}: {a[0]} lines, {a[1]} invalid, not stock's {base[0]} and {base[1]}")
+            if k in ("v2", "ours") and base:
+                if a[1] or a[2] != base[2]:
+                    fails.append(f"{k}/{case}: {a[1]} invalid lines, valid lines "
+                                 f"{'equal to' if a[2] == base[2] else 'differ from'} stock's")
+    for k in ("v1", "v2", "ours"):
+        if warns[k]:
+            fails.append(f"{k}: {warns[k][0]}")
+    if not aff.get(("stock", "kvm-unchecked"), (0, 0))[1]:
+        fails.append("stock/kvm-unchecked lists no invalid line: the bench measures nothing")
+    fl = aff.get(("floor", "kvm-unchecked"))
+    if not (warns["floor"] or (fl and fl[1])):
+        fails.append("floor/kvm-unchecked neither WARNed nor listed an invalid line: negative control failed")
+
+    rows = ["| module | kernel | loads | median ms | IQR ms | vs stock | vs floor | lines | invalid | valid = stock's |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for case in cases:
+        for k in KERNELS:
+            ms = times.get((k, case))
+            if not ms:
+                continue
+            m, q1, q3 = stats(ms)
+            a = aff.get((k, case), (0, 0, ""))
+            same = "yes" if a[2] == aff.get(("stock", case), (0, 0, "?"))[2] else "no"
+            vs_stock = med[("stock", case)] / m if ("stock", case) in med else float("nan")
+            vs_floor = m / med[("floor", case)] if ("floor", case) in med else float("nan")
+            rows.append(f"| {case} | {k} | {len(ms)} | {m:.1f} | {q1:.1f}-{q3:.1f} | {vs_stock:.2f}x faster | "
+                        f"{100 * (vs_floor - 1):+.1f} % | {a[0]} | {a[1]} | {same} |")
+    rows += ["", "WARN / taint per kernel: " + "; ".join(
+        f"{k}: {len(warns[k])} bad dmesg lines" + (f" ({warns[k][0]})" if warns[k] else "") for k in KERNELS)]
+    sizes = [int(re.sub(r"\D", "", c)) for c in cases if c.startswith("gen") and c.endswith("-unchecked")]
+    svg(work / "curve.svg", sizes, med)
+    header = (work / "header.md").read_text() if (work / "header.md").exists() else ""
+    text = header + "\nModule sizes:\n\n```\n" + sizes_tsv.read_text() + "```\n\n" + "\n".join(rows) + "\n"
+    (work / "report.md").write_text(text + "".join(f"\nFAIL: {f}" for f in fails) + "\n")
+    print(text)
+    for f in fails:
+        print(f"FAIL: {f}")
+    print("kernel-bench: " + ("FAIL" if fails else "PASS"))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
