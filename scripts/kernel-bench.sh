@@ -43,8 +43,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HERE=$REPO/scripts/kernel-bench
-log() { printf 'kernel-bench: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+PROG=kernel-bench DIE_STATUS=2
+. "$REPO/scripts/lib.sh"
 now() { date +%s; }
 
 rounds=3 loads=5 sizes="1000 2000 4000 8000 17000" amdgpu=0
@@ -72,10 +72,8 @@ e2e=$cache/kernel-e2e
 if [ $amdgpu = 0 ]; then
     "$REPO/scripts/kernel-e2e.sh" --build-only || die "kernel-e2e.sh --build-only failed"
     src=$e2e/src-series obj=$e2e/obj-series
-else
-    (cd "$REPO" && cargo build --release -q >&2) || die "cargo build --release failed"
 fi
-ZWM=${ZWM:-$REPO/target/release/zero-weak-mcount}
+ZWM=$(find_tool "${ZWM:-}") || exit 2
 root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
 tarball=$root/usr/src/linux-source-7.2.tar.xz
 if [ $amdgpu = 1 ]; then

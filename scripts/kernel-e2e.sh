@@ -44,8 +44,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HERE=$REPO/scripts/kernel-e2e
-log() { printf 'kernel-e2e: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+PROG=kernel-e2e DIE_STATUS=2
+. "$REPO/scripts/lib.sh"
 now() { date +%s; }
 
 quick=0 build_only=0 rounds=4 loads=10
@@ -71,22 +71,8 @@ needs=("git git" "python3 python3" "xz xz-utils")
 [ $quick = 1 ] || needs+=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "cpio cpio"
     "qemu-system-x86_64 qemu-system-x86" "modinfo kmod" "/usr/include/gelf.h libelf-dev"
     "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static")
-missing=()
-for n in "${needs[@]}"; do
-    what=${n% *}
-    case "$what" in
-        /*) [ -e "$what" ] || missing+=("${n#* }");;
-        *) command -v "$what" >/dev/null || missing+=("${n#* }");;
-    esac
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    [ "$(id -u)" = 0 ] || die "missing host packages: ${missing[*]} (install them, or run as root)"
-    log "installing host packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get -o DPkg::Lock::Timeout=600 update -q >&2 || log "warning: apt-get update failed"
-    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >&2 ||
-        die "apt-get install ${missing[*]} failed"
-fi
+missing_packages "${needs[@]}"
+install_packages "${MISSING[@]}"
 if [ $quick = 0 ]; then
     applets=$(/bin/busybox --list 2>/dev/null || true)
     grep -qx insmod <<<"$applets" || die "/bin/busybox has no insmod (apt-get install busybox-static)"
@@ -117,12 +103,7 @@ if [ $quick = 1 ]; then
 fi
 
 # --- the tool --------------------------------------------------------------------
-if [ -n "${ZWM:-}" ]; then
-    [ -x "$ZWM" ] || die "ZWM=$ZWM is not an executable"
-else
-    (cd "$REPO" && cargo build --release -q >&2) || die "cargo build --release failed"
-    ZWM=$REPO/target/release/zero-weak-mcount
-fi
+ZWM=$(find_tool "${ZWM:-}") || exit 2
 
 # --- two kernels -----------------------------------------------------------------
 # A tree is unpacked once per tarball and series; tar keeps the archive's
