@@ -186,12 +186,7 @@ for n in $sizes; do
     make -C "$src" O="$obj" M="$g/src" ZERO_WEAK_MCOUNT= modules >"$g/build.log" 2>&1 ||
         { tail -n 20 "$g/build.log" >&2; die "the generated module of $n functions did not build"; }
     gen_secs[$n]=$(( $(now) - start ))
-    cp "$g/src/zwmgen$n.ko" "$m/gen$n-unchecked.ko"
-    [ "$(modinfo -F mcount "$m/gen$n-unchecked.ko")" = "$placeholder" ] || die "gen$n is not unchecked"
-    "$ZWM" --kconfig "$obj/include/config/auto.conf" -o "$m/gen$n-tagged.ko" "$m/gen$n-unchecked.ko"
-    [ "$(modinfo -F mcount "$m/gen$n-tagged.ko")" = "$("$REPO/scripts/kernel-e2e/counts.py" "$m/gen$n-tagged.ko")" ] ||
-        die "gen$n-tagged.ko is not tagged with its counts"
-    strip --strip-unneeded -o "$m/gen$n-stripped.ko" "$m/gen$n-tagged.ko"
+    versions "gen$n" "$g/src/zwmgen$n.ko"
     for c in unchecked tagged stripped; do cases+=("gen$n-$c zwmgen$n 1"); done
 done
 printf '%s\n' "${cases[@]}" > "$m/cases"
