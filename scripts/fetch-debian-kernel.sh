@@ -6,8 +6,9 @@
 # (dpkg -x) into one extraction root.  The machine's apt configuration is not
 # touched: a private sources list, state and cache live under the cache folder.
 #
-#   SUITE    bookworm | sid            (bookworm includes bookworm-security)
-#   DEBARCH  amd64 | ppc64el           (also: i386, arm64 with a flavour guess)
+#   SUITE    bookworm | trixie | sid   (bookworm and trixie include their
+#                                       -security suite)
+#   DEBARCH  amd64 | ppc64el | arm64 | armhf | riscv64 | s390x | loong64 | i386
 #   PKG...   extra packages to unpack into the same root (e.g. busybox-static)
 #
 # stdout:  the extraction root (holds boot/, lib/modules/KVER/ or
@@ -46,15 +47,19 @@ CACHE=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 MAX_AGE=${ZWM_APT_MAX_AGE:-86400}
 
 case "$SUITE" in
-    bookworm|sid) ;;
-    *) die "unsupported suite '$SUITE' (bookworm|sid)";;
+    bookworm|trixie|sid) ;;
+    *) die "unsupported suite '$SUITE' (bookworm|trixie|sid)";;
 esac
 case "$DEBARCH" in
     amd64)   FLAVOUR=amd64;;
     ppc64el) FLAVOUR=powerpc64le;;
     arm64)   FLAVOUR=arm64;;
+    armhf)   FLAVOUR=armmp;;
+    riscv64) FLAVOUR=riscv64;;
+    s390x)   FLAVOUR=s390x;;
+    loong64) FLAVOUR=loong64;;
     i386)    FLAVOUR=686;;
-    *) die "unsupported architecture '$DEBARCH' (amd64|ppc64el)";;
+    *) die "unsupported architecture '$DEBARCH' (amd64|ppc64el|arm64|armhf|riscv64|s390x|loong64|i386)";;
 esac
 FLAVOUR=${ZWM_FLAVOUR:-$FLAVOUR}
 [ -r "$KEYRING" ] || die "keyring $KEYRING not readable (apt-get install debian-archive-keyring)"
@@ -75,9 +80,9 @@ flock 9
 SRC=$APTDIR/etc/sources.list
 {
     case "$SUITE" in
-        bookworm)
-            echo "deb [signed-by=$KEYRING] $MIRROR bookworm main"
-            echo "deb [signed-by=$KEYRING] $SECURITY bookworm-security main";;
+        bookworm|trixie)
+            echo "deb [signed-by=$KEYRING] $MIRROR $SUITE main"
+            echo "deb [signed-by=$KEYRING] $SECURITY $SUITE-security main";;
         sid)
             echo "deb [signed-by=$KEYRING] $MIRROR sid main";;
     esac
