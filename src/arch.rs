@@ -152,7 +152,7 @@ impl fmt::Display for Release {
 
 /// The releases whose `ftrace_process_locs()` (kernel/trace/ftrace.c) tests
 /// a callsite word for zero before `ftrace_call_adjust()`: commit 6eeca746fa5f
-/// ("ftrace: Test mcount_loc addr before calling ftrace_call_addr()"), in
+/// ("ftrace: Test `mcount_loc` addr before calling `ftrace_call_addr()`"), in
 /// 6.15 and backported to 6.12.95 and 6.6.144, never to 6.1. Each entry is a
 /// stable line and the first release of it with the fix.
 pub static ZERO_SKIPPED_FIRST: &[Release] = &[release(6, 6, 144), release(6, 12, 95), release(6, 15, 0)];
@@ -162,8 +162,8 @@ pub static ZERO_SKIPPED_FIRST: &[Release] = &[release(6, 6, 144), release(6, 12,
 /// kernel builds a record there, fails to patch it and turns ftrace off.
 #[must_use]
 pub fn skips_zero_before_adjust(kernel: Release) -> bool {
-    let newest = ZERO_SKIPPED_FIRST.last().expect("the table has rows");
-    kernel >= *newest
+    let mainline = ZERO_SKIPPED_FIRST[ZERO_SKIPPED_FIRST.len() - 1];
+    kernel >= mainline
         || ZERO_SKIPPED_FIRST
             .iter()
             .any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
