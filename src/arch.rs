@@ -107,8 +107,67 @@ impl fmt::Display for Arch {
     }
 }
 
-/// A kernel release, `major.minor`.
-pub type Version = (u32, u32);
+/// A kernel release with its stable patch level, as `vermagic` names it.
+///
+/// The patch level matters: stable kernels take fixes that change whether
+/// zeroing is safe (see [`skips_zero_before_adjust`]). A release string
+/// that hides it, as Debian bookworm's `6.1.0-57-amd64` does, reads as
+/// patch 0: the oldest kernel of its line, which is the careful reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Release {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+#[must_use]
+pub const fn release(major: u32, minor: u32, patch: u32) -> Release {
+    Release { major, minor, patch }
+}
+
+impl Release {
+    /// `7.2.13+deb14-amd64 SMP ...` → 7.2.13; `6.1.0-57-amd64` → 6.1.0;
+    /// `7.3-rc7` → 7.3.0.
+    #[must_use]
+    pub fn from_vermagic(vermagic: &str) -> Option<Release> {
+        let text = vermagic.split_whitespace().next()?;
+        let mut numbers = text.split('.');
+        let major = numbers.next()?.parse().ok()?;
+        let minor = leading_number(numbers.next()?)?;
+        let patch = numbers.next().and_then(leading_number).unwrap_or(0);
+        Some(release(major, minor, patch))
+    }
+}
+
+fn leading_number(text: &str) -> Option<u32> {
+    let end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    text[..end].parse().ok()
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The releases whose `ftrace_process_locs()` (kernel/trace/ftrace.c) tests
+/// a callsite word for zero before `ftrace_call_adjust()`: commit 6eeca746fa5f
+/// ("ftrace: Test `mcount_loc` addr before calling `ftrace_call_addr()`"), in
+/// 6.15 and backported to 6.12.95 and 6.6.144, never to 6.1. Each entry is a
+/// stable line and the first release of it with the fix.
+pub static ZERO_SKIPPED_FIRST: &[Release] = &[release(6, 6, 144), release(6, 12, 95), release(6, 15, 0)];
+
+/// Whether a kernel skips a zero word before adjusting it. Elsewhere a zeroed
+/// entry is adjusted first, and if the adjust maps 0 to a non-zero ip the
+/// kernel builds a record there, fails to patch it and turns ftrace off.
+#[must_use]
+pub fn skips_zero_before_adjust(kernel: Release) -> bool {
+    let mainline = ZERO_SKIPPED_FIRST[ZERO_SKIPPED_FIRST.len() - 1];
+    kernel >= mainline
+        || ZERO_SKIPPED_FIRST
+            .iter()
+            .any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
+}
 
 /// The kind of check the kernel makes of each record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,8 +207,8 @@ pub struct Row {
     /// The Kconfig symbol that says a config was made for this arch.
     pub config_symbol: &'static str,
     /// The releases this row holds for: `since` included, `until` excluded.
-    pub since: Version,
-    pub until: Option<Version>,
+    pub since: Release,
+    pub until: Option<Release>,
     /// What an older kernel lacks, for the reason it is left alone.
     pub older: &'static str,
     pub shape: RelocShape,
@@ -164,8 +223,8 @@ pub struct Row {
 }
 
 impl Row {
-    fn holds_for(&self, version: Version) -> bool {
-        version >= self.since && self.until.is_none_or(|until| version < until)
+    fn holds_for(&self, kernel: Release) -> bool {
+        kernel >= self.since && self.until.is_none_or(|until| kernel < until)
     }
 }
 
@@ -183,7 +242,7 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::X86_64,
         config_symbol: "X86_64",
-        since: (6, 0),
+        since: release(6, 0, 0),
         until: None,
         older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
         shape: shape(true, elf::R_X86_64_64),
@@ -195,7 +254,7 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::I386,
         config_symbol: "X86_32",
-        since: (6, 0),
+        since: release(6, 0, 0),
         until: None,
         older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
         shape: shape(false, elf::R_386_32),
@@ -207,7 +266,7 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::Ppc64,
         config_symbol: "PPC64",
-        since: (6, 13),
+        since: release(6, 13, 0),
         until: None,
         older: "predates the powerpc rules this tool models (6.13)",
         shape: shape(true, elf::R_PPC64_ADDR64),
@@ -219,7 +278,7 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::Ppc32,
         config_symbol: "PPC32",
-        since: (6, 13),
+        since: release(6, 13, 0),
         until: None,
         older: "predates the powerpc rules this tool models (6.13)",
         shape: shape(true, elf::R_PPC_ADDR32),
@@ -331,6 +390,14 @@ impl Adjust {
         }
     }
 
+    /// Whether `ftrace_call_adjust(0)` is 0, so that a zeroed word stays an
+    /// empty slot whichever comes first, the adjust or the zero test. The
+    /// clang adjust reads the code at the location, which at 0 is no code.
+    #[must_use]
+    pub fn maps_zero_to_zero(self) -> bool {
+        self == Adjust::Identity
+    }
+
     /// Whether the candidates depend on the code at the location. Only
     /// clang's ppc64 adjust reads code: touching .text for every entry on
     /// every arch would double the pages we fault in.
@@ -423,8 +490,13 @@ pub enum NoCheck {
     BadRelease(String),
     /// A kernel older than every row of its arch; `lacks` says what it lacks.
     TooOld {
-        version: Version,
+        kernel: Release,
         lacks: &'static str,
+    },
+    /// A kernel without the zero-first order, whose adjust moves 0.
+    AdjustFirst {
+        kernel: Release,
+        adjust: Adjust,
     },
     PpcElfV1,
     PpcPlainPg,
@@ -451,7 +523,12 @@ impl fmt::Display for NoCheck {
             }
             NoCheck::NoVermagic => f.write_str("no vermagic in .modinfo: cannot tell which kernel this module is for"),
             NoCheck::BadRelease(vermagic) => write!(f, "cannot read the kernel release in vermagic {vermagic:?}"),
-            NoCheck::TooOld { version: (major, minor), lacks } => write!(f, "kernel {major}.{minor} {lacks}"),
+            NoCheck::TooOld { kernel, lacks } => write!(f, "kernel {kernel} {lacks}"),
+            NoCheck::AdjustFirst { kernel, adjust } => write!(
+                f,
+                "kernel {kernel} adjusts a callsite word before testing it for zero, and its adjust \
+                 ({adjust:?}) would turn a zeroed entry into a bogus record"
+            ),
             NoCheck::PpcElfV1 => f.write_str("ppc64 ELFv1: the kernel does not check weak callsites"),
             NoCheck::PpcPlainPg => {
                 f.write_str("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")
@@ -472,16 +549,6 @@ impl fmt::Display for NoCheck {
 pub struct Overrides {
     pub max_offset: Option<u64>,
     pub section: Option<String>,
-}
-
-/// Kernel release from vermagic (`7.2.13+deb14-amd64 SMP ...`).
-#[must_use]
-pub fn kernel_version(vermagic: &str) -> Option<Version> {
-    let release = vermagic.split_whitespace().next()?;
-    let mut parts = release.split(|c: char| !c.is_ascii_digit());
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
 }
 
 /// Pick the rule for a module, or say why there is nothing to do.
@@ -522,9 +589,12 @@ fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule)
         }
     }
     let vermagic = info.vermagic.as_deref().ok_or(NoCheck::NoVermagic)?;
-    let version = kernel_version(vermagic).ok_or_else(|| NoCheck::BadRelease(vermagic.to_string()))?;
-    let row = rows.find(|r| r.holds_for(version)).ok_or(NoCheck::TooOld { version, lacks: first.older })?;
+    let kernel = Release::from_vermagic(vermagic).ok_or_else(|| NoCheck::BadRelease(vermagic.to_string()))?;
+    let row = rows.find(|r| r.holds_for(kernel)).ok_or(NoCheck::TooOld { kernel, lacks: first.older })?;
     let choice = (row.choose)(Ctx { info, config })?;
+    if !choice.adjust.maps_zero_to_zero() && !skips_zero_before_adjust(kernel) {
+        return Err(NoCheck::AdjustFirst { kernel, adjust: choice.adjust }.into());
+    }
     let rule = Rule {
         arch,
         section: choice.section,
@@ -571,9 +641,25 @@ mod tests {
 
     #[test]
     fn kernel_release_from_vermagic() {
-        assert_eq!(kernel_version("7.2.13+deb14-amd64 SMP preempt mod_unload modversions"), Some((7, 2)));
-        assert_eq!(kernel_version("6.1.0-57-amd64 SMP preempt mod_unload modversions"), Some((6, 1)));
-        assert_eq!(kernel_version("garbage"), None);
+        let read = Release::from_vermagic;
+        assert_eq!(read("7.2.13+deb14-amd64 SMP preempt mod_unload modversions"), Some(release(7, 2, 13)));
+        assert_eq!(read("6.12.107+deb13-powerpc64le SMP mod_unload"), Some(release(6, 12, 107)));
+        assert_eq!(read("6.1.0-57-amd64 SMP preempt mod_unload modversions"), Some(release(6, 1, 0)));
+        assert_eq!(read("7.3-rc7 SMP"), Some(release(7, 3, 0)));
+        assert_eq!(read("6.15.0 SMP"), Some(release(6, 15, 0)));
+        assert_eq!(read("garbage"), None);
+        assert_eq!(read("6"), None);
+    }
+
+    #[test]
+    fn zero_first_by_stable_line() {
+        let skips = |a, b, c| skips_zero_before_adjust(release(a, b, c));
+        assert!(!skips(6, 1, 192), "6.1.y never got the fix");
+        assert!(!skips(6, 6, 143) && skips(6, 6, 144));
+        assert!(!skips(6, 12, 94) && skips(6, 12, 95) && skips(6, 12, 107));
+        assert!(!skips(6, 13, 7) && !skips(6, 14, 11), "no backport known: adjust first");
+        assert!(skips(6, 15, 0) && skips(7, 2, 13) && skips(8, 0, 0));
+        assert!(!skips(6, 11, 200), "a line without the fix stays without it");
     }
 
     #[test]
