@@ -4,9 +4,11 @@
 //!
 //! Only x86 and powerpc define `FTRACE_MCOUNT_MAX_OFFSET`
 //! (`arch/x86/include/asm/ftrace.h`, `arch/powerpc/include/asm/ftrace.h`).
-//! Everywhere else `test_for_valid_rec()` (kernel/trace/ftrace.c) keeps
-//! every record, naming weak ones after the preceding symbol, so zeroing
-//! them would hide what the kernel shows: those modules are left alone.
+//! Everywhere else the kernel checks no module record: an overridden weak
+//! body keeps its record, named after the function before it, a dead
+//! duplicate. On arm64, riscv, s390, loongarch and arm we zero those as
+//! `scripts/sorttable.c` does for vmlinux ([`Check::Contains`]); other
+//! arches are left alone.
 //!
 //! Where the kernel config is unknown we pick the largest offset any config
 //! could have: a larger offset only keeps more entries, a smaller one than
@@ -16,8 +18,8 @@
 //! [`ROWS`] holds one row per arch and kernel-version range, and each row
 //! names the small function that picks its table, adjust and offset from
 //! the config. A rule for a new kernel range is a new row; a new kind of
-//! check (such as "inside a function symbol" for arm64, riscv and s390) is a
-//! new [`Check`] variant that its rows name.
+//! check (such as "inside a function symbol", [`Check::Contains`]) is a new
+//! [`Check`] variant that its rows name.
 
 #![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
@@ -175,6 +177,22 @@ pub enum Check {
     /// `test_for_valid_rec()`: a symbol at most `FTRACE_MCOUNT_MAX_OFFSET`
     /// bytes before the record ip.
     MaxOffset,
+    /// No check in the kernel: it keeps every record, and names a dead weak
+    /// body after the function before it. We apply `scripts/sorttable.c`'s
+    /// rule for vmlinux (commit ef378c3b8233, `cmp_func_addr()`): keep a
+    /// location inside a sized function symbol, or at most `before` bytes
+    /// ahead of one, where patchable entries placed before the function are.
+    Contains { before: u64 },
+}
+
+impl Check {
+    /// Whether the kernel itself rejects what this rule zeroes, so that a
+    /// clean module may skip the check (the `mcount=` tag). Under
+    /// [`Check::Contains`] there is no check to skip.
+    #[must_use]
+    pub fn kernel_checks(self) -> bool {
+        self == Check::MaxOffset
+    }
 }
 
 /// What one row's family function picks from the config.
@@ -287,7 +305,88 @@ pub static ROWS: &[Row] = &[
         check: Check::MaxOffset,
         choose: ppc32,
     },
+    // The arches without FTRACE_MCOUNT_MAX_OFFSET, under sorttable's rule
+    // (`Check::Contains`). Read in the source of 6.12.118 and 7.2.13; 6.1.192
+    // for what older kernels lack. `before` is the most any config places
+    // ahead of a function: arm64's `-fpatchable-function-entry=4,2` (with
+    // CALL_OPS) and riscv's `=8,4` of 2-byte c.nops (or `=4,2` of 4-byte
+    // nops) both put 8 bytes there (arch/*/Makefile, `CC_FLAGS_FTRACE`).
+    Row {
+        arch: Arch::Arm64,
+        config_symbol: "ARM64",
+        since: release(6, 12, 0),
+        until: None,
+        older: CONTAINS_OLDER,
+        shape: shape(true, elf::R_AARCH64_ABS64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 8 },
+        choose: arm64,
+    },
+    Row {
+        arch: Arch::Riscv,
+        config_symbol: "RISCV",
+        since: release(6, 12, 0),
+        until: Some(release(6, 13, 0)),
+        older: CONTAINS_OLDER,
+        shape: shape(true, elf::R_RISCV_64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 8 },
+        choose: riscv_identity,
+    },
+    Row {
+        arch: Arch::Riscv,
+        config_symbol: "RISCV",
+        since: release(6, 13, 0),
+        until: None,
+        older: CONTAINS_OLDER,
+        shape: shape(true, elf::R_RISCV_64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 8 },
+        choose: riscv_patch_site,
+    },
+    Row {
+        arch: Arch::S390,
+        config_symbol: "S390",
+        since: release(6, 12, 0),
+        until: None,
+        older: CONTAINS_OLDER,
+        shape: shape(true, elf::R_390_64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: s390,
+    },
+    Row {
+        arch: Arch::LoongArch,
+        config_symbol: "LOONGARCH",
+        since: release(6, 12, 0),
+        until: None,
+        older: CONTAINS_OLDER,
+        shape: shape(true, elf::R_LARCH_64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: loongarch,
+    },
+    Row {
+        arch: Arch::Arm,
+        config_symbol: "ARM",
+        since: release(6, 12, 0),
+        until: None,
+        older: CONTAINS_OLDER,
+        shape: shape(false, elf::R_ARM_ABS32),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: arm,
+    },
 ];
+
+/// Why a kernel older than the containment rows is left alone.
+const CONTAINS_OLDER: &str = "predates 6.12, the oldest kernel whose source this tool's rule for arches without a max offset was checked against";
 
 /// `x86_64`: `FTRACE_MCOUNT_MAX_OFFSET` is `ENDBR_INSN_SIZE`, 4 with IBT, else 0.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
@@ -360,6 +459,64 @@ fn ppc32(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     })
 }
 
+/// A choice under the containment rule, which has no max offset.
+fn contained(section: &'static str, adjust: Adjust, basis: &'static str) -> Choice {
+    Choice { section, max_offset: 0, adjust, basis }
+}
+
+/// arm64 (arch/arm64/kernel/ftrace.c, `ftrace_call_adjust()`): patchable
+/// entries with `DYNAMIC_FTRACE_WITH_ARGS`, and the adjust moves the location
+/// to the `BL`; plain mcount otherwise, unadjusted.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn arm64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    let patchable = match cx.config {
+        Some(c) => c.enabled("DYNAMIC_FTRACE_WITH_ARGS"),
+        None => cx.has(PATCHABLE) || !cx.has(MCOUNT_LOC),
+    };
+    Ok(if patchable {
+        contained(PATCHABLE, Adjust::PatchSite, "patchable entries, adjusted to the BL")
+    } else {
+        contained(MCOUNT_LOC, Adjust::Identity, "mcount, unadjusted")
+    })
+}
+
+/// riscv up to 6.12 (arch/riscv/include/asm/ftrace.h): patchable entries,
+/// adjust the identity.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn riscv_identity(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(PATCHABLE, Adjust::Identity, "patchable entries, unadjusted"))
+}
+
+/// riscv in 7.2 (arch/riscv/kernel/ftrace.c): the adjust adds
+/// `MCOUNT_AUIPC_SIZE`, and 8 more with `CALL_OPS`. 6.13 to 6.15 were not
+/// read, so they are taken to move 0 too: the zero gate then leaves the
+/// adjust-first ones alone.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn riscv_patch_site(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(PATCHABLE, Adjust::PatchSite, "patchable entries, adjusted past the AUIPC"))
+}
+
+/// s390 (arch/s390/include/asm/ftrace.h): `__mcount_loc` from
+/// `-mrecord-mcount`, adjust the identity.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn s390(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(MCOUNT_LOC, Adjust::Identity, "-mrecord-mcount, unadjusted"))
+}
+
+/// loongarch (arch/loongarch/Makefile): `-fpatchable-function-entry=2`,
+/// adjust the identity.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn loongarch(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(PATCHABLE, Adjust::Identity, "patchable entries, unadjusted"))
+}
+
+/// arm (arch/arm/include/asm/ftrace.h): `-pg` and recordmcount; the adjust
+/// clears the Thumb-2 bit.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn arm(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(MCOUNT_LOC, Adjust::ClearThumbBit, "-pg, Thumb bit cleared"))
+}
+
 /// `ftrace_call_adjust()`: the record ip(s) a location may become.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adjust {
@@ -371,6 +528,14 @@ pub enum Adjust {
     /// the global-entry pair `ld r2,-8(r12); add r2,r2,r12`, which the loader
     /// may or may not rewrite; so both `addr` and `addr + 8` are candidates.
     ClangGlobalEntry,
+    /// arm: `addr & ~1`, the Thumb-2 bit of a recorded location cleared.
+    ClearThumbBit,
+    /// arm64 and riscv from 6.13 on: the location moves to the patched
+    /// instruction, by an amount that depends on the config and on the code
+    /// (arm64: +4, or +12 and +16 past a BTI with `CALL_OPS`; riscv +4 or
+    /// +12). Only [`Check::Contains`] rows use it, and they test the
+    /// location itself; what matters is that 0 does not stay 0.
+    PatchSite,
 }
 
 /// `ld r2,-8(r12)` and `add r2,r2,r12` (arch/powerpc/include/asm/ppc-opcode.h).
@@ -386,7 +551,8 @@ impl Adjust {
             Adjust::Add(n) => ([addr + n, 0], 1),
             Adjust::AnyOf(a, b) => ([addr + a, addr + b], 2),
             Adjust::ClangGlobalEntry if global_entry => ([addr, addr + 8], 2),
-            Adjust::Identity | Adjust::ClangGlobalEntry => ([addr, 0], 1),
+            Adjust::ClearThumbBit => ([addr & !1, 0], 1),
+            Adjust::Identity | Adjust::ClangGlobalEntry | Adjust::PatchSite => ([addr, 0], 1),
         }
     }
 
@@ -395,7 +561,7 @@ impl Adjust {
     /// clang adjust reads the code at the location, which at 0 is no code.
     #[must_use]
     pub fn maps_zero_to_zero(self) -> bool {
-        self == Adjust::Identity
+        matches!(self, Adjust::Identity | Adjust::ClearThumbBit)
     }
 
     /// Whether the candidates depend on the code at the location. Only
@@ -428,6 +594,7 @@ pub enum Region {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub arch: Arch,
+    pub check: Check,
     pub section: &'static str,
     pub shape: RelocShape,
     pub max_offset: u64,
@@ -454,6 +621,21 @@ impl Rule {
                 let (ips, count) = self.adjust.candidates(offset, global_entry);
                 Input::Ips { section, ips, count }
             }
+        }
+    }
+
+    /// The rule in one phrase, for the `--verbose` summary line.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self.check {
+            Check::MaxOffset => {
+                format!("{}, {}, max offset {} ({})", self.arch, self.section, self.max_offset, self.basis)
+            }
+            Check::Contains { before } => format!(
+                "{}, {}, inside a function symbol, up to {before} bytes before it ({}; the kernel has no \
+                 FTRACE_MCOUNT_MAX_OFFSET here)",
+                self.arch, self.section, self.basis
+            ),
         }
     }
 
@@ -597,6 +779,7 @@ fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule)
     }
     let rule = Rule {
         arch,
+        check: row.check,
         section: choice.section,
         shape: row.shape,
         max_offset: choice.max_offset,
@@ -629,6 +812,13 @@ fn apply_overrides(row: &Row, mut rule: Rule, configured: bool, over: &Overrides
         rule.section = PATCHABLE;
     }
     if let Some(max) = over.max_offset {
+        if !rule.check.kernel_checks() {
+            return Err(Error::Config(format!(
+                "--max-offset {max}: the {} kernel has no FTRACE_MCOUNT_MAX_OFFSET; its rule is containment in a \
+                 function symbol",
+                rule.arch
+            )));
+        }
         rule.max_offset = max;
         rule.basis = "--max-offset";
     }
@@ -667,6 +857,20 @@ mod tests {
         assert_eq!(Adjust::ClangGlobalEntry.candidates(0x40, true), ([0x40, 0x48], 2));
         assert_eq!(Adjust::ClangGlobalEntry.candidates(0x40, false).1, 1);
         assert_eq!(Adjust::Add(8).candidates(0x40, false), ([0x48, 0], 1));
+    }
+
+    #[test]
+    fn containment_rows_move_zero_only_where_the_gate_can_act() {
+        // Every adjust of a containment row either keeps 0 at 0, or is one
+        // the zero-first gate in pick() judges: none may be a candidate
+        // list, which this rule never reads.
+        for row in ROWS.iter().filter(|r| !r.check.kernel_checks()) {
+            assert!(!row.table_needs_config, "{}", row.arch);
+            assert!(row.since >= release(6, 12, 0), "{}: no source older than 6.12 was read", row.arch);
+        }
+        assert!(Adjust::ClearThumbBit.maps_zero_to_zero());
+        assert!(!Adjust::PatchSite.maps_zero_to_zero());
+        assert_eq!(Adjust::ClearThumbBit.candidates(0x41, false), ([0x40, 0], 1));
     }
 
     #[test]

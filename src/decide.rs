@@ -8,14 +8,17 @@
 //! region could only qualify for a location within `max` bytes of its own
 //! section's start, and how close it lands depends on load-time layout. Such
 //! entries are kept, with the reason, as is anything else we cannot be sure of.
+//!
+//! Where the kernel checks nothing ([`contains`]), an entry is valid when its
+//! location lies inside a sized function symbol of its own section.
 
 #![allow(
     clippy::cast_possible_truncation,
     reason = "a key packs section (32 bits), value (64) and table position (32) into a u128; the casts take them back out"
 )]
 
-use crate::arch::{Region, Rule};
-use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section};
+use crate::arch::{Check, Region, Rule};
+use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
 
 /// The symbols of a module, sorted so that the nearest symbol at or below an
 /// address is one binary search away: O((entries + symbols) · log symbols),
@@ -29,11 +32,52 @@ pub struct SymbolIndex<'a> {
     keys: Vec<u128>,
     /// Name offsets, by table position.
     names: Vec<u32>,
+    /// Function sizes, by table position (0: not a function, or no size).
+    sizes: Vec<u64>,
     strings: &'a [u8],
     /// Where the last search ended. Callsites come in address order, so
     /// the next answer is usually a few keys further: galloping from here
     /// beats a binary search over all symbols.
     hint: std::cell::Cell<usize>,
+    /// The sized functions, built on the first containment question: the
+    /// offset rule never asks one, and pays nothing for it.
+    spans: std::cell::OnceCell<Spans>,
+}
+
+/// The sized function symbols, by section and start, each with the
+/// furthest end among it and the functions before it in its section: one
+/// binary search then says whether any function covers an address, even
+/// where functions nest or alias.
+#[derive(Debug, Clone, Default)]
+struct Spans {
+    starts: Vec<(u32, u64)>,
+    reach: Vec<u64>,
+}
+
+impl Spans {
+    fn new(index: &SymbolIndex<'_>) -> Spans {
+        let mut spans = Spans::default();
+        for sym in index.keys.iter().map(|&k| index.symbol(k)).filter(|s| s.size > 0) {
+            // Bit 0 of an arm Thumb-2 function symbol is the mode, not the
+            // address; no other arch of the rule starts code at an odd one.
+            let start = sym.value & !1;
+            let end = sym.value.saturating_add(sym.size);
+            let reach = match spans.starts.last() {
+                Some(&(section, _)) if section == sym.section => end.max(spans.reach[spans.reach.len() - 1]),
+                _ => end,
+            };
+            spans.starts.push((sym.section, start));
+            spans.reach.push(reach);
+        }
+        spans
+    }
+
+    /// Whether a function of `section` starts at or before `start_limit` and
+    /// ends after `at`.
+    fn covers(&self, section: u32, start_limit: u64, at: u64) -> bool {
+        let n = self.starts.partition_point(|&k| k <= (section, start_limit));
+        n > 0 && self.starts[n - 1].0 == section && self.reach[n - 1] > at
+    }
 }
 
 fn key(section: u32, value: u64, position: u32) -> u128 {
@@ -58,11 +102,24 @@ impl<'a> SymbolIndex<'a> {
         let mut keys: Vec<u128> = symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
         keys.sort_unstable();
         let names = symbols.iter().map(|s| s.name).collect();
-        SymbolIndex { keys, names, strings, hint: std::cell::Cell::new(0) }
+        let sizes = symbols.iter().map(|s| s.size).collect();
+        SymbolIndex { keys, names, sizes, strings, hint: std::cell::Cell::new(0), spans: std::cell::OnceCell::new() }
     }
 
     fn symbol(&self, key: u128) -> LookupSymbol {
-        LookupSymbol { section: (key >> 96) as u32, value: (key >> 32) as u64, name: self.names[key as u32 as usize] }
+        let position = key as u32 as usize;
+        LookupSymbol {
+            section: (key >> 96) as u32,
+            value: (key >> 32) as u64,
+            name: self.names[position],
+            size: self.sizes[position],
+        }
+    }
+
+    /// Whether a sized function of `section` covers `at`, allowing `before`
+    /// bytes of patchable entries placed before its symbol.
+    pub fn in_function(&self, section: u32, at: u64, before: u64) -> bool {
+        self.spans.get_or_init(|| Spans::new(self)).covers(section, at.saturating_add(before), at)
     }
 
     /// How many keys are at most `q`.
@@ -128,6 +185,8 @@ pub enum SectionDoubt {
 pub struct Layout {
     pub size: Vec<u64>,
     pub doubt: Vec<Option<SectionDoubt>>,
+    /// The module has no local function symbols (see [`Doubt::Stripped`]).
+    pub stripped_locals: bool,
 }
 
 impl Layout {
@@ -155,7 +214,7 @@ impl Layout {
                 });
             }
         }
-        Layout { size: sections.iter().map(|s| s.size).collect(), doubt }
+        Layout { size: sections.iter().map(|s| s.size).collect(), doubt, stripped_locals: false }
     }
 }
 
@@ -180,6 +239,12 @@ pub enum Doubt {
     Preceded { max: u64, by: String },
     /// A symbol of an earlier section lies past that section's end.
     Overhang { symbol: String, section: String },
+    /// The nearest symbol is not a function with a size: the location may
+    /// lie inside it.
+    Unsized { symbol: String },
+    /// The module has no local function symbols: its static functions have
+    /// no extent to test, and the kernel keeps and traces their records.
+    Stripped,
 }
 
 impl std::fmt::Display for Doubt {
@@ -192,6 +257,12 @@ impl std::fmt::Display for Doubt {
             }
             Doubt::Overhang { symbol, section } => {
                 write!(f, "symbol {symbol} of {section} lies past that section's end and may land here")
+            }
+            Doubt::Unsized { symbol } => {
+                write!(f, "in no sized function, but the nearest symbol {symbol} has no function size")
+            }
+            Doubt::Stripped => {
+                f.write_str("in no sized function, but the module has no local function symbols to tell")
             }
         }
     }
@@ -253,6 +324,33 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
     }
 }
 
+/// Decide one entry by the rule of `scripts/sorttable.c` (`cmp_func_addr()`,
+/// commit ef378c3b8233), for arches whose kernel keeps every record: a
+/// location is valid when it lies inside a sized function symbol of its
+/// section, or at most `before` bytes ahead of one (patchable entries placed
+/// before the function). Unlike the offset rule, nothing here depends on
+/// load-time layout: the symbol and the location are in the same section.
+pub fn contains<'a>(entry: &Entry, symbols: &SymbolIndex<'a>, layout: &Layout, before: u64) -> Verdict<'a> {
+    let (section, at) = match &entry.target {
+        Target::Odd(odd) => return Verdict::Doubt(Doubt::Odd((**odd).clone())),
+        // arm's ftrace_call_adjust() clears the Thumb bit; see Spans::new.
+        &Target::At { section, offset } => (section, offset & !1),
+    };
+    if symbols.in_function(section, at, before) {
+        return Verdict::Valid;
+    }
+    if layout.stripped_locals {
+        return Verdict::Doubt(Doubt::Stripped);
+    }
+    match symbols.at_or_below(section, at.saturating_add(before)) {
+        None => Verdict::Zero { nearest: None, distance: 0 },
+        Some(s) if s.size == 0 => {
+            Verdict::Doubt(Doubt::Unsized { symbol: String::from_utf8_lossy(symbols.name(&s)).into_owned() })
+        }
+        Some(s) => Verdict::Zero { nearest: Some(symbols.name(&s)), distance: at.saturating_sub(s.value) },
+    }
+}
+
 /// What a pass over a callsite table decided, by entry index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decisions {
@@ -276,7 +374,10 @@ pub fn all<'a>(
 ) -> Decisions {
     let mut out = Decisions::default();
     for (i, entry) in entries.iter().enumerate() {
-        let verdict = decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset);
+        let verdict = match rule.check {
+            Check::MaxOffset => decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset),
+            Check::Contains { before } => contains(entry, symbols, layout, before),
+        };
         match &verdict {
             Verdict::Valid => {}
             Verdict::Zero { .. } => out.zero.push(i),
@@ -310,7 +411,7 @@ mod tests {
         let at = STRINGS
             .windows(name.len() + 2)
             .position(|w| w[0] == 0 && &w[1..=name.len()] == name.as_bytes() && w[name.len() + 1] == 0);
-        LookupSymbol { section, value, name: at.expect("name in STRINGS") as u32 + 1 }
+        LookupSymbol { section, value, name: at.expect("name in STRINGS") as u32 + 1, size: 0 }
     }
 
     const STRINGS: &[u8] = b"\0a\0b\0c\0f\0g\0h\0first\0second\0end_label\0";
@@ -449,6 +550,62 @@ mod tests {
             decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16),
             Verdict::Zero { nearest: None, distance: 0 }
         );
+    }
+
+    /// A sized function symbol.
+    fn func(section: u32, value: u64, size: u64, name: &'static str) -> LookupSymbol {
+        LookupSymbol { size, ..sym(section, value, name) }
+    }
+
+    fn entry(section: u32, offset: u64) -> Entry {
+        Entry { reloc: 0, word_offset: 0, target: Target::At { section, offset } }
+    }
+
+    #[test]
+    fn containment_is_start_minus_allowance_inclusive_to_end_exclusive() {
+        let (s, l) = setup(&[func(1, 0x40, 0x40, "f"), func(1, 0xc0, 0x10, "g")], vec![text(".text", 0x200)]);
+        let verdict = |at, before| contains(&entry(1, at), &s, &l, before);
+        assert_eq!(verdict(0x40, 0), Verdict::Valid);
+        assert_eq!(verdict(0x7f, 0), Verdict::Valid);
+        assert_eq!(verdict(0x80, 0), Verdict::Zero { nearest: Some(b"f"), distance: 0x40 });
+        assert_eq!(verdict(0x3f, 0), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(verdict(0x38, 8), Verdict::Valid);
+        assert_eq!(verdict(0x34, 8), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(verdict(0xb8, 8), Verdict::Valid);
+        assert_eq!(verdict(0xb4, 8), Verdict::Zero { nearest: Some(b"f"), distance: 0x74 });
+        // Another section's functions never contain a location.
+        assert_eq!(contains(&entry(2, 0x50), &s, &l, 8), Verdict::Zero { nearest: None, distance: 0 });
+    }
+
+    #[test]
+    fn a_function_nested_in_a_longer_one_does_not_hide_it() {
+        // An alias or inner label with a short size must not make the rest
+        // of the outer function look uncovered.
+        let (s, l) = setup(&[func(1, 0x40, 0x100, "a"), func(1, 0x60, 0x8, "b")], vec![text(".text", 0x200)]);
+        assert_eq!(contains(&entry(1, 0x100), &s, &l, 0), Verdict::Valid);
+        assert_eq!(contains(&entry(1, 0x140), &s, &l, 0), Verdict::Zero { nearest: Some(b"b"), distance: 0xe0 });
+    }
+
+    #[test]
+    fn a_thumb_function_covers_its_even_addresses() {
+        let (s, l) = setup(&[func(1, 0x41, 0x20, "f")], vec![text(".text", 0x100)]);
+        assert_eq!(contains(&entry(1, 0x40), &s, &l, 0), Verdict::Valid);
+        assert_eq!(contains(&entry(1, 0x45), &s, &l, 0), Verdict::Valid);
+        assert!(matches!(contains(&entry(1, 0x62), &s, &l, 0), Verdict::Zero { .. }));
+    }
+
+    #[test]
+    fn without_a_size_or_without_local_symbols_an_outside_entry_is_kept() {
+        let (s, mut l) = setup(&[func(1, 0x40, 0x10, "f"), sym(1, 0x80, "g")], vec![text(".text", 0x200)]);
+        assert_eq!(contains(&entry(1, 0x90), &s, &l, 0), Verdict::Doubt(Doubt::Unsized { symbol: "g".into() }));
+        // Within the allowance before an unsized symbol, too.
+        assert_eq!(contains(&entry(1, 0x78), &s, &l, 8), Verdict::Doubt(Doubt::Unsized { symbol: "g".into() }));
+        assert!(matches!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Zero { .. }));
+        l.stripped_locals = true;
+        assert_eq!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Doubt(Doubt::Stripped));
+        assert_eq!(contains(&entry(1, 0x44), &s, &l, 0), Verdict::Valid);
+        let odd = Entry { target: Target::odd(Odd::Weak), ..entry(1, 0) };
+        assert_eq!(contains(&odd, &s, &l, 0), Verdict::Doubt(Doubt::Odd(Odd::Weak)));
     }
 
     #[test]

@@ -147,6 +147,10 @@ pub struct LookupSymbol {
     /// it when they are printed, which keeps a pass over 55,000 symbols
     /// from searching for 55,000 NULs.
     pub name: u32,
+    /// `st_size` of a function symbol (`STT_FUNC`); 0 for any other symbol,
+    /// and for a function whose extent the compiler did not record. Only the
+    /// containment rule ([`crate::arch::Check::Contains`]) reads it.
+    pub size: u64,
 }
 
 /// The NUL-terminated string at `offset` of a string table.
@@ -780,7 +784,8 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
             _ => continue,
         };
         if info.sections.get(section).is_some_and(Section::is_alloc_exec) {
-            out.push(LookupSymbol { section: section as u32, value: sym.st_value(endian).into(), name });
+            let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
+            out.push(LookupSymbol { section: section as u32, value: sym.st_value(endian).into(), name, size });
         }
     }
     Ok((out, local_functions))

@@ -150,7 +150,14 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
         Scope::Unchecked(why) => {
             (Decided::left(LeftAlone::NotChecked, why.to_string(), Proof::CannotJudge(why.to_string())), None)
         }
-        Scope::Act(rule) => (decide_module(image, &info, &rule, opts, &mut warnings)?, Some(rule.section)),
+        Scope::Act(rule) => {
+            let mut decided = decide_module(image, &info, &rule, opts, &mut warnings)?;
+            if !rule.check.kernel_checks() {
+                // No check in this kernel, so no tag for it to trust.
+                decided.proof = Proof::CannotJudge(format!("{}: the kernel has no check for a tag to skip", rule.arch));
+            }
+            (decided, Some(rule.section))
+        }
     };
     // Flip the `mcount=` tag when this run proves the module clean, and back
     // when it finds a doubt in a module marked clean.
@@ -277,7 +284,8 @@ fn decide_module(
     let entries = &extracted.callsite.entries;
     let stripped = extracted.stripped_locals();
     let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
-    let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
+    let mut layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
+    layout.stripped_locals = stripped;
     let mut details = Vec::new();
     let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {
         if opts.verbose && *verdict != Verdict::Valid {
@@ -295,7 +303,7 @@ fn decide_module(
         );
     }
     let plan = Plan::new(image, info, &extracted.callsite, &zero)?;
-    let what = format!("{}, {}, max offset {} ({})", rule.arch, rule.section, rule.max_offset, rule.basis);
+    let what = rule.describe();
     let mut summary = if zero.is_empty() {
         format!("nothing to zero in {} entries [{what}]", entries.len())
     } else {

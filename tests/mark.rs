@@ -159,8 +159,16 @@ fn doubt_or_an_assumed_rule_leaves_the_tag_and_says_why() {
                 f.callsite = "__patchable_function_entries";
                 f
             },
-            Options { verbose: true, ..Options::default() },
-            "leave mcount=unchecked: arm64: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET",
+            // Even with its own config: an arm64 kernel checks nothing, so
+            // no tag can let it skip a check.
+            Options {
+                kconfig: Some(Kconfig::parse(
+                    "CONFIG_ARM64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_DYNAMIC_FTRACE_WITH_ARGS=y\n",
+                )),
+                verbose: true,
+                ..Options::default()
+            },
+            "leave mcount=unchecked: arm64: the kernel has no check for a tag to skip",
         ),
     ];
     for (fixture, opts, why) in cases {
