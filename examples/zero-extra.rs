@@ -1,6 +1,9 @@
 //! A deliberately broken tool, for the end-to-end test's negative control:
 //! it zeroes what zero-weak-mcount zeroes plus the first VALID entry. A
-//! test that cannot tell this from the real tool proves nothing.
+//! test that cannot tell this from the real tool proves nothing. It runs
+//! the same per-entry pipeline (`decide::all`), so it follows every rule:
+//! the max offset on x86 and powerpc, containment on arm64, riscv, s390,
+//! loongarch and arm.
 //!
 //!     cargo run --release --example zero-extra -- IN OUT
 

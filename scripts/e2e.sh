@@ -10,9 +10,16 @@
 #                    with the default (no config)
 #   sid-amd64        Debian sid x86_64 kernel: irqbypass.ko + kvm.ko
 #   sid-ppc64el      Debian sid ppc64le kernel: kvm.ko (pseries, power9)
+#   sid-arm64        Debian sid arm64 kernel: rvu_nicpf.ko and the three
+#                    modules it needs (virt, cortex max)
+#   sid-riscv64      Debian sid riscv64 kernel: kvm.ko (virt, OpenSBI)
+#   sid-s390x        Debian sid s390x kernel: kvm.ko with its init call
+#                    removed on the test copies (TCG has no SIE)
 #   negative         sid-amd64 kvm.ko processed by the zero-extra example
 #                    (one extra *valid* entry zeroed): the comparison must
 #                    FAIL, or the whole run fails
+#   negative-arm64   the same for sid-arm64's rvu_nicpf.ko, under the
+#                    containment comparison
 # --negative runs only the negative control; --no-negative skips it.
 #
 # Each module is booted as shipped (signature stripped) and as processed; the
@@ -20,7 +27,11 @@
 # __ftrace_invalid_address___N line; all other available_filter_functions
 # lines are identical (as a multiset); the invalid lines removed match one for
 # one the distances the tool says it zeroed; the ftrace smoke test passes; and
-# dmesg has no "ftrace bug", "WARNING:", "BUG:" or "Oops".
+# dmesg has no "ftrace bug", "WARNING:", "BUG:" or "Oops". On arm64, riscv64
+# and s390x, whose kernels name a dead weak record after the function before
+# it, records are placed in the module file by their ips instead: the dead
+# ones (in no sized function) must be exactly the entries zeroed, and every
+# record left must sit at a function's patch site (see docs/e2e.md).
 #
 # Environment: ZWM (tool binary; default target/release/zero-weak-mcount,
 # refreshed with `cargo build --release`), ZWM_ZERO_EXTRA (negative-control
@@ -41,15 +52,15 @@ FETCH=$REPO/scripts/fetch-debian-kernel.sh
 PROG=e2e
 . "$REPO/scripts/lib.sh"
 
-ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el negative"
+ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el sid-arm64 sid-riscv64 sid-s390x negative negative-arm64"
 cases=$ALL_CASES
 work=${ZWM_E2E_WORK:-}
 while [ $# -gt 0 ]; do
     case "$1" in
         --cases) cases=${2//,/ }; shift 2;;
         --cases=*) cases=${1#--cases=}; cases=${cases//,/ }; shift;;
-        --negative) cases=negative; shift;;
-        --no-negative) cases=${cases/negative/}; shift;;
+        --negative) cases="negative negative-arm64"; shift;;
+        --no-negative) cases=$(printf '%s\n' $cases | grep -v '^negative' | tr '\n' ' '); shift;;
         --work) work=$2; shift 2;;
         -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
         *) die "unknown argument $1 (see --help)";;
@@ -62,6 +73,9 @@ done
 # --- host tools ---------------------------------------------------------------
 needs=("qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 python3")
 case "$cases" in *ppc64el*) needs+=("qemu-system-ppc64 qemu-system-ppc");; esac
+case "$cases" in *arm64*) needs+=("qemu-system-aarch64 qemu-system-arm");; esac
+case "$cases" in *riscv64*) needs+=("qemu-system-riscv64 qemu-system-misc" "/usr/share/qemu/opensbi-riscv64-generic-fw_dynamic.bin qemu-system-data");; esac
+case "$cases" in *s390x*) needs+=("qemu-system-s390x qemu-system-misc");; esac
 missing_packages "${needs[@]}"
 has_line insmod /bin/busybox --list || MISSING+=(busybox-static)
 install_packages "${MISSING[@]}"
@@ -82,7 +96,7 @@ SUMMARY=$work/summary.tsv
 printf 'case\tvariant\tkernel\tmodule\tmax_offset\tlines_before\tlines_after\tinvalid_before\tinvalid_after\tzeroed\tresult\tboot_s\n' > "$SUMMARY"
 declare -a FAILURES=()
 declare -A CASE_TIME=()
-NEG_STATUS="not run"
+NEG_STATUS=""
 
 # --- how to process a module --------------------------------------------------
 # process VARIANT IN OUT LOG — write the processed IN to OUT, the -v stderr to
@@ -131,6 +145,9 @@ find_in_root() {
 # run_variants CASE ARCH KERNEL BUSYBOX KVER VARIANTS -- MODULE...
 # Boots the originals once, then each variant, and compares.
 # For the 'zero-extra' variant the comparison is expected to fail.
+# PATCH_SITES (comma-separated offsets from a function's symbol to its
+# record ip) selects the containment comparison; NOINIT=1 boots copies whose
+# init call is removed (zwm_e2e.py noinit), made after processing.
 run_variants() {
     local case=$1 arch=$2 kernel=$3 bb=$4 kver=$5 variants=$6; shift 7
     local mods=("$@") cdir=$work/$case m name v
@@ -141,6 +158,9 @@ run_variants() {
         names+=("$name")
         "${PY[@]}" decompress "$m" "$cdir/shipped/$name.ko" || return 1
         "${PY[@]}" prep "$m" "$cdir/orig/$name.ko" 2>>"$cdir/prep.log" || return 1
+        if [ -n "${NOINIT:-}" ]; then
+            "${PY[@]}" noinit "$cdir/orig/$name.ko" "$cdir/orig/$name.ko" || return 1
+        fi
         origs+=("$cdir/orig/$name.ko")
     done
     local orc=0
@@ -182,7 +202,12 @@ run_variants() {
                     FAILURES+=("$case/$v: second run on the processed $name: rc $arc, zeroed $again more (see $vdir/$name.again.log)")
                 fi
             fi
-            procs+=("$vdir/$name.ko")
+            if [ -n "${NOINIT:-}" ]; then
+                "${PY[@]}" noinit "$vdir/$name.ko" "$vdir/$name.noinit.ko" || { ok=0; continue; }
+                procs+=("$vdir/$name.noinit.ko")
+            else
+                procs+=("$vdir/$name.ko")
+            fi
         done
         [ $ok = 1 ] || continue
         log "$case/$v: booting the processed modules"
@@ -192,8 +217,13 @@ run_variants() {
         local neg_hit=0
         for name in "${names[@]}"; do
             local res crc
-            res=$("${PY[@]}" compare "$cdir/boot-orig/report.json" "$vdir/boot/report.json" \
-                  "$name" "$vdir/$name.zeroed" 2>&1)
+            if [ -n "${PATCH_SITES:-}" ]; then
+                res=$("${PY[@]}" compare-contained "$cdir/boot-orig/report.json" "$vdir/boot/report.json" \
+                      "$name" "$vdir/$name.log" "$cdir/orig/$name.ko" "$vdir/$name.ko" "$PATCH_SITES" 2>&1)
+            else
+                res=$("${PY[@]}" compare "$cdir/boot-orig/report.json" "$vdir/boot/report.json" \
+                      "$name" "$vdir/$name.zeroed" 2>&1)
+            fi
             crc=$?
             echo "$res" > "$vdir/$name.compare.json"
             local row verdict
@@ -212,7 +242,9 @@ print("\t".join(str(f.get(k,"?")) for k in ("lines_before","lines_after","invali
                 if [ $crc = 0 ] && [ $brc = 0 ]; then verdict=PASS; else verdict=FAIL; fi
             fi
             local maxoff
-            maxoff=$(sed -n 's/.*max offset \([0-9]\{1,\}\).*/\1/p' "$vdir/$name.log" | tail -n 1)
+            # "in+N": the containment rule, N bytes allowed before a function.
+            maxoff=$(sed -n -e 's/.*max offset \([0-9]\{1,\}\).*/\1/p' \
+                -e 's/.*inside a function symbol, up to \([0-9]\{1,\}\) bytes.*/in+\1/p' "$vdir/$name.log" | tail -n 1)
             printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$v" "$kver" "$name" "${maxoff:--}" "$row" "$verdict" "$secs" >> "$SUMMARY"
             if [ "$verdict" = FAIL ]; then
                 local probs
@@ -225,9 +257,9 @@ print("\t".join(str(f.get(k,"?")) for k in ("lines_before","lines_after","invali
             fi
         done
         if [ "$v" = zero-extra ]; then
-            if [ $neg_hit = 1 ]; then NEG_STATUS="detected"
-            else NEG_STATUS="NOT detected"
-                FAILURES+=("negative control: the extra zeroed valid entry was NOT detected by the comparison")
+            if [ $neg_hit = 1 ]; then NEG_STATUS+="$case detected; "
+            else NEG_STATUS+="$case NOT detected; "
+                FAILURES+=("negative control $case: the extra zeroed valid entry was NOT detected by the comparison")
             fi
         fi
     done
@@ -281,15 +313,54 @@ case_sid_ppc64el() {
     run_variants sid-ppc64el ppc64le "$kernel" "$bb" "$kver" tool-default -- "$mod"
 }
 
+# Debian sid's kernels of the arches without a max offset: arm64, riscv64,
+# s390x. case_sid_contained CASE DEBARCH QEMU-ARCH VARIANTS MODULE-PATH...
+# (paths under kernel/, in load order).
+case_sid_contained() {
+    local case=$1 debarch=$2 arch=$3 variants=$4; shift 4
+    local root kver kernel bb rel f mods=()
+    root=$("$FETCH" sid "$debarch" busybox-static) || { FAILURES+=("$case: fetch failed"); return; }
+    kver=$(cat "$root/../kver")
+    kernel=$(find_in_root "$root" "$kver" "lib/modules/$kver/vmlinuz" "boot/vmlinuz-$kver") ||
+        { FAILURES+=("$case: no kernel image in $root"); return; }
+    bb=$(find_in_root "$root" "$kver" bin/busybox) || { FAILURES+=("$case: no busybox in $root"); return; }
+    for rel in "$@"; do
+        f=$(find_in_root "$root" "$kver" "lib/modules/$kver/kernel/$rel.ko*") ||
+            { FAILURES+=("$case: $rel.ko not found under $root"); return; }
+        mods+=("$f")
+    done
+    run_variants "$case" "$arch" "$kernel" "$bb" "$kver" "$variants" -- "${mods[@]}"
+}
+# The offsets from a function's symbol to its record ip, from each arch's
+# ftrace_call_adjust() and CC_FLAGS_FTRACE in 7.2 (see docs/e2e.md).
+ARM64_MODS=(drivers/net/ethernet/marvell/octeontx2/af/rvu_mbox
+            drivers/net/ethernet/marvell/octeontx2/nic/otx2_ptp drivers/net/macsec
+            drivers/net/ethernet/marvell/octeontx2/nic/rvu_nicpf)
+case_sid_arm64() {   # $1: variants, $2: case name
+    PATCH_SITES=4,8 case_sid_contained "$2" arm64 aarch64 "$1" "${ARM64_MODS[@]}"
+}
+case_sid_riscv64() {
+    PATCH_SITES=4 case_sid_contained sid-riscv64 riscv64 riscv64 tool-default arch/riscv/kvm/kvm
+}
+case_sid_s390x() {
+    NOINIT=1 PATCH_SITES=0 case_sid_contained sid-s390x s390x s390x tool-default arch/s390/kvm/kvm
+}
+
+build_zero_extra() {
+    [ -n "${ZWM_ZERO_EXTRA:-}" ] && return 0
+    log "negative: cargo build --release --example zero-extra"
+    (cd "$REPO" && cargo build --release -q --example zero-extra >&2) && return 0
+    NEG_STATUS+="NOT run (no zero-extra example); "
+    FAILURES+=("negative control: 'cargo build --release --example zero-extra' failed; the e2e cannot show it has teeth")
+    return 1
+}
 case_negative() {
-    if [ -z "${ZWM_ZERO_EXTRA:-}" ]; then
-        log "negative: cargo build --release --example zero-extra"
-        (cd "$REPO" && cargo build --release -q --example zero-extra >&2) || {
-            NEG_STATUS="NOT run (no zero-extra example)"
-            FAILURES+=("negative control: 'cargo build --release --example zero-extra' failed; the e2e cannot show it has teeth")
-            return; }
-    fi
+    build_zero_extra || return
     REUSE_ORIG=$work/sid-amd64/boot-orig case_sid_amd64 zero-extra negative
+}
+case_negative_arm64() {
+    build_zero_extra || return
+    REUSE_ORIG=$work/sid-arm64/boot-orig case_sid_arm64 zero-extra negative-arm64
 }
 
 t_all=$(date +%s)
@@ -300,7 +371,11 @@ for c in $cases; do
         bookworm-amd64) case_bookworm_amd64;;
         sid-amd64) case_sid_amd64 tool-default sid-amd64;;
         sid-ppc64el) case_sid_ppc64el;;
+        sid-arm64) case_sid_arm64 tool-default sid-arm64;;
+        sid-riscv64) case_sid_riscv64;;
+        sid-s390x) case_sid_s390x;;
         negative) case_negative;;
+        negative-arm64) case_negative_arm64;;
     esac
     CASE_TIME[$c]=$(( $(date +%s) - t0 ))
 done
@@ -323,7 +398,7 @@ print(fmt.format(*hdr))
 for r in body:
     print(fmt.format(*r))
 PYEOF
-    echo "negative control: $NEG_STATUS"
+    echo "negative control: ${NEG_STATUS:-not run}"
     echo "total wall time: ${total}s"
 } | tee "$work/summary.txt"
 
@@ -334,7 +409,7 @@ if [ ${#FAILURES[@]} -gt 0 ]; then
     exit 1
 fi
 case " $cases " in
-    *" negative "*) ;;
+    *" negative"*) ;;
     *) log "note: negative control not run (--no-negative / --cases)";;
 esac
 echo "e2e: PASS; logs in $work" >&2

@@ -3,13 +3,17 @@
 # that loads the given modules in order and reports what ftrace made of them.
 #
 # Usage:
-#   scripts/e2e/boot.sh --arch x86_64|ppc64le --kernel FILE --busybox FILE
+#   scripts/e2e/boot.sh --arch x86_64|ppc64le|aarch64|riscv64|s390x
+#                       --kernel FILE --busybox FILE
 #                       --out DIR [--timeout SEC] [--mem MB] MODULE.ko...
 #
 # MODULE.ko files must be plain ELF (decompressed, signature stripped); they
 # are loaded in the order given.  Module names are read from .modinfo.  The guest prints, between @@ZWM markers:
 #   - the insmod result of each module,
 #   - each module's lines of available_filter_functions (ending " [mod]"),
+#   - the same with their record ips (available_filter_functions_addrs) and
+#     the load address of each of the module's sections, so that every
+#     record can be placed in the module file,
 #   - an ftrace smoke test per module (":mod:NAME" into set_ftrace_filter,
 #     current_tracer = function, check enabled_functions, back to nop),
 #   - dmesg since the first load,
@@ -53,7 +57,22 @@ case "$arch" in
         qemu=(qemu-system-ppc64 -accel tcg -M pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off -cpu power9 -smp 1 -m "${mem:-1024}")
         console=hvc0
         timeout=${timeout:-300};;
-    *) die "unknown arch $arch (x86_64|ppc64le)";;
+    aarch64)
+        # pauth-impdef: emulated pointer authentication with the QARMA
+        # algorithm makes TCG about 4 times slower.
+        qemu=(qemu-system-aarch64 -accel tcg -M virt -cpu max,pauth-impdef=on -smp 1 -m "${mem:-1024}")
+        console=ttyAMA0
+        timeout=${timeout:-300};;
+    riscv64)
+        # -bios default: the OpenSBI firmware QEMU ships.
+        qemu=(qemu-system-riscv64 -accel tcg -M virt -bios default -cpu rv64 -smp 1 -m "${mem:-1024}")
+        console=ttyS0
+        timeout=${timeout:-300};;
+    s390x)
+        qemu=(qemu-system-s390x -accel tcg -M s390-ccw-virtio -cpu max -smp 1 -m "${mem:-1024}")
+        console=ttysclp0
+        timeout=${timeout:-300};;
+    *) die "unknown arch $arch (x86_64|ppc64le|aarch64|riscv64|s390x)";;
 esac
 command -v "${qemu[0]}" >/dev/null || die "${qemu[0]} not found"
 
@@ -106,6 +125,16 @@ for m in $(cat /modules/order); do
     echo "@@ZWM AFF-BEGIN $m"
     grep " \[$m\]\$" $T/available_filter_functions
     echo "@@ZWM AFF-END $m"
+done
+for m in $(cat /modules/order); do
+    echo "@@ZWM ADDRS-BEGIN $m"
+    grep " \[$m\]\$" $T/available_filter_functions_addrs 2>/dev/null
+    echo "@@ZWM ADDRS-END $m"
+    echo "@@ZWM SECTIONS-BEGIN $m"
+    for s in /sys/module/$m/sections/.* /sys/module/$m/sections/*; do
+        [ -f "$s" ] && echo "${s##*/} $(cat "$s")"
+    done
+    echo "@@ZWM SECTIONS-END $m"
 done
 for m in $(cat /modules/order); do
     case " $loaded " in *" $m "*) ;; *) continue;; esac

@@ -13,6 +13,13 @@ Subcommands:
                          classification code (see EXIT_* below)
   zeroed STDERR PATH     print the distances of the entries that the tool's
                          -v stderr says it zeroed in PATH, one per line
+  noinit IN OUT          copy a 64-bit module with its init_module relocation
+                         turned into R_*_NONE (s390x kvm.ko under TCG)
+  compare-contained ORIG.json PROC.json MOD LOG ORIG.ko PROC.ko OFFSETS
+                         the comparison for kernels without a check: records
+                         are placed in the module files by their ips; LOG is
+                         the tool's -v output, OFFSETS the patch-site offsets
+                         from a function's symbol (e.g. 4,8)
   compare ORIG.json PROC.json MOD ZEROED [--label L]
                          check the processed boot against the original one
                          for module MOD; ZEROED is a file of distances (from
@@ -125,6 +132,185 @@ def module_name(path):
     return b.split(".ko")[0].replace("-", "_")
 
 
+def elf_symbols(data):
+    """The symbols of an ELF image: dicts of name, value, size, type and the
+    name of their section (None when not a real section index)."""
+    import struct
+    cls, e = data[4], "<" if data[5] == 1 else ">"
+    if cls == 2:
+        shoff, = struct.unpack_from(e + "Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
+        hdr = e + "IIQQQQIIQQ"
+    else:
+        shoff, = struct.unpack_from(e + "I", data, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x2E)
+        hdr = e + "IIIIIIIIII"
+    secs = [struct.unpack_from(hdr, data, shoff + i * shentsize) for i in range(shnum)]
+
+    def cstr(at):
+        return data[at:data.index(b"\0", at)].decode(errors="replace")
+    names = [cstr(secs[shstrndx][4] + h[0]) for h in secs]
+    out = []
+    for h in secs:
+        if h[1] != 2:   # SHT_SYMTAB
+            continue
+        strs, ent = secs[h[6]][4], h[9]
+        for i in range(1, h[5] // ent):
+            at = h[4] + i * ent
+            if cls == 2:
+                name, info, _o, shndx, value, size = struct.unpack_from(e + "IBBHQQ", data, at)
+            else:
+                name, value, size, info, _o, shndx = struct.unpack_from(e + "IIIBBH", data, at)
+            section = names[shndx] if 0 < shndx < len(names) else None
+            out.append({"name": cstr(strs + name), "value": value, "size": size,
+                        "type": info & 15, "section": section})
+    sizes = {n: h[5] for n, h in zip(names, secs)}
+    return out, sizes
+
+
+def is_mapping_symbol(name):
+    return name.startswith((".L", "L0", "$")) or not name
+
+
+def place_records(module, addrs, sections):
+    """Place each record (ip, name) of a loaded module in its file: the
+    section holding the ip, the offset in it, and the sized function symbol
+    (STT_FUNC) that contains it. Returns (placed, problems): placed is a
+    list of (name, section, offset, function, offset - function start)."""
+    symbols, sizes = elf_symbols(read_module(module))
+    funcs = [y for y in symbols if y["type"] == 2 and y["size"] > 0 and y["section"]]
+    placed, problems = [], []
+    for ip, name in addrs:
+        hit = [(sec, ip - base) for sec, base in sections.items()
+               if sec in sizes and base <= ip < base + sizes[sec]]
+        if len(hit) != 1:
+            problems.append(f"record {name} at {ip:#x} lies in {len(hit)} sections of the module")
+            continue
+        sec, off = hit[0]
+        inside = [f for f in funcs if f["section"] == sec and f["value"] & ~1 <= off < f["value"] + f["size"]]
+        if not inside:
+            placed.append((name, sec, off, None, None))
+            continue
+        f = min(inside, key=lambda f: off - f["value"])
+        placed.append((name, sec, off, f["name"], off - (f["value"] & ~1)))
+    return placed, problems
+
+
+def cmd_noinit(src, dst):
+    """Write a copy of the s390x module SRC whose loader sees no init and no
+    exit: the RELA relocations that store init_module and cleanup_module
+    into .gnu.linkonce.this_module become R_390_NONE (0), so both pointers
+    stay 0; do_init_module() calls nothing, and rmmod runs no exit that
+    would tear down what init never set up. For kvm.ko under TCG, which has
+    no SIE for kvm_s390_init() to find; the callsite table is untouched."""
+    import struct
+    data = bytearray(read_module(src))
+    e = ">" if data[5] == 2 else "<"
+    if data[4] != 2:
+        die(f"{src}: noinit handles 64-bit modules only")
+    shoff, = struct.unpack_from(e + "Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
+    secs = [struct.unpack_from(e + "IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = secs[shstrndx][4]
+
+    def name_of(h):
+        return data[strtab + h[0]:data.index(b"\0", strtab + h[0])].decode()
+    rela = [h for h in secs if name_of(h) == ".rela.gnu.linkonce.this_module"]
+    if len(rela) != 1:
+        die(f"{src}: no single .rela.gnu.linkonce.this_module")
+    h = rela[0]
+    symtab = secs[h[6]]
+    symstr = secs[symtab[6]][4]
+    hits = 0
+    for at in range(h[4], h[4] + h[5], 24):
+        info, = struct.unpack_from(e + "Q", data, at + 8)
+        sym = info >> 32
+        name_at, = struct.unpack_from(e + "I", data, symtab[4] + sym * 24)
+        name = data[symstr + name_at:data.index(b"\0", symstr + name_at)]
+        if name in (b"init_module", b"cleanup_module"):
+            struct.pack_into(e + "Q", data, at + 8, sym << 32)    # type 0: R_*_NONE
+            hits += name == b"init_module"
+    if hits != 1:
+        die(f"{src}: {hits} relocations against init_module, expected 1")
+    with open(dst, "wb") as f:
+        f.write(data)
+
+
+ZERO_AT_RE = re.compile(r"^zero-weak-mcount: .*: zero (\S+)\+(0x[0-9a-f]+) \((?:distance \d+ after (\S+)\)|.*no symbol)")
+
+
+def zeroed_locations(log):
+    """(section, offset, name or None) of each entry the tool's -v log says it zeroed."""
+    out = []
+    for ln in open(log, errors="replace"):
+        m = ZERO_AT_RE.match(ln.rstrip("\n"))
+        if m:
+            out.append((m.group(1), int(m.group(2), 16), m.group(3)))
+    return out
+
+
+def compare_contained(orig, proc, mod, log, orig_ko, proc_ko, patch_offsets):
+    """The comparison for kernels without a check (arm64, riscv, s390): a
+    dead weak record is listed under the name of the function before it, so
+    it is told apart by where its ip lies in the module file, not by name.
+    Returns (ok, facts, problems)."""
+    problems = []
+    for r, tag in ((orig, "original"), (proc, "processed")):
+        if r.get("exit") != EXIT_OK:
+            problems.append(f"{tag} boot failed: {r.get('why')}")
+    if proc["insmod"].get(mod) != 0:
+        problems.append(f"processed {mod} did not load (insmod rc {proc['insmod'].get(mod)})")
+    zeroed = zeroed_locations(log)
+    placed = {}
+    for r, ko, tag in ((orig, orig_ko, "original"), (proc, proc_ko, "processed")):
+        addrs = r["addrs"].get(mod, [])
+        if len(addrs) != len(r["aff"].get(mod, [])):
+            problems.append(f"{tag}: {len(addrs)} record ips for {len(r['aff'].get(mod, []))} lines")
+        placed[tag], probs = place_records(ko, addrs, r["sections"].get(mod, {}))
+        problems += [f"{tag}: {p}" for p in probs]
+    dead = [p for p in placed["original"] if p[3] is None]
+    facts = dict(
+        lines_before=len(orig["aff"].get(mod, [])), lines_after=len(proc["aff"].get(mod, [])),
+        invalid_before=len(dead), invalid_after=sum(1 for p in placed["processed"] if p[3] is None),
+        zeroed=len(zeroed),
+        patch_offsets=sorted({p[4] for p in placed["processed"] if p[4] is not None}),
+    )
+    if facts["lines_before"] == 0:
+        problems.append(f"original boot shows no available_filter_functions lines for {mod}")
+    # Every record left is at a function's patch site, named after it.
+    symbols, _ = elf_symbols(read_module(proc_ko))
+    for name, sec, off, func, delta in placed["processed"] + [p for p in placed["original"] if p[3]]:
+        if func is None:
+            problems.append(f"processed record {name} at {sec}+{off:#x} lies in no sized function")
+        elif delta not in patch_offsets:
+            problems.append(f"record {name} at {sec}+{off:#x} is {delta} bytes into {func}, not at a patch site {patch_offsets}")
+        elif name not in {y["name"] for y in symbols if y["section"] == sec and y["value"] & ~1 == off - delta}:
+            problems.append(f"record {name} at {sec}+{off:#x} is named after no symbol at the start of {func}")
+    # Each zeroed entry was one dead record, just before its ip.
+    unmatched = list(dead)
+    for sec, at, name in zeroed:
+        hit = [p for p in unmatched if p[1] == sec and 0 <= p[2] - at <= 16 and (name is None or p[0] == name)]
+        if not hit:
+            problems.append(f"zeroed {sec}+{at:#x} ({name}) matches no dead record of the original boot")
+        else:
+            unmatched.remove(hit[0])
+    if unmatched:
+        problems.append(f"dead records not zeroed: {[(p[0], p[1], hex(p[2])) for p in unmatched]}")
+    # The remaining lines are the original ones less exactly the dead ones.
+    ov = collections.Counter(orig["aff"].get(mod, [])) - collections.Counter(f"{p[0]} [{mod}]" for p in dead)
+    pv = collections.Counter(proc["aff"].get(mod, []))
+    if ov != pv:
+        lost, gained = counter_diff(ov, pv), counter_diff(pv, ov)
+        problems.append(f"valid lines differ: {len(lost)} missing after processing (e.g. {lost[:5]}), "
+                        f"{len(gained)} new (e.g. {gained[:5]})")
+    for r, tag in ((orig, "original"), (proc, "processed")):
+        s = r["smoke"].get(mod)
+        if not s or s["result"] != "ok":
+            problems.append(f"{tag}: ftrace smoke test for {mod} failed: {s['detail'] if s else 'no result'}")
+        problems += [f"{tag} dmesg: {ln.strip()}" for ln in r["dmesg"] if any(b in ln for b in BAD_DMESG)]
+    return (not problems), facts, problems
+
+
 def cmd_decompress(src, dst):
     data = read_module(src)
     with open(dst, "wb") as f:
@@ -141,6 +327,7 @@ def parse_console(text, modules):
     rep = {
         "begin": False, "end": False, "insmod": {}, "aff": {}, "smoke": {},
         "rmmod": {}, "dmesg": [], "panic": [], "tracefs": None,
+        "addrs": {}, "sections": {},
     }
     section = None
     name = None
@@ -165,9 +352,15 @@ def parse_console(text, modules):
             elif tag == "AFF-BEGIN":
                 section, name = "aff", f[1]
                 rep["aff"][name] = []
+            elif tag == "ADDRS-BEGIN":
+                section, name = "addrs", f[1]
+                rep["addrs"][name] = []
+            elif tag == "SECTIONS-BEGIN":
+                section, name = "sections", f[1]
+                rep["sections"][name] = {}
             elif tag == "DMESG-BEGIN":
                 section = "dmesg"
-            elif tag in ("AFF-END", "DMESG-END"):
+            elif tag in ("AFF-END", "ADDRS-END", "SECTIONS-END", "DMESG-END"):
                 section = None
             elif tag == "SMOKE" and len(f) >= 3:
                 rep["smoke"][f[1]] = {"result": f[2], "detail": " ".join(f[3:])}
@@ -177,6 +370,14 @@ def parse_console(text, modules):
         if section == "aff":
             if ln.endswith(f" [{name}]"):
                 rep["aff"][name].append(ln)
+        elif section == "addrs":
+            f = ln.split()
+            if ln.endswith(f" [{name}]") and len(f) == 3:
+                rep["addrs"][name].append([int(f[0], 16), f[1]])
+        elif section == "sections":
+            f = ln.split()
+            if len(f) == 2 and f[1].startswith("0x"):
+                rep["sections"][name][f[0]] = int(f[1], 16)
         elif section == "dmesg":
             rep["dmesg"].append(ln)
         if PANIC_RE.search(ln):
@@ -322,6 +523,17 @@ def main(argv):
     elif cmd == "zeroed" and len(argv) in (3, 4):
         for d in zeroed_distances(argv[2], argv[3] if len(argv) == 4 else None):
             print(d)
+    elif cmd == "noinit" and len(argv) == 4:
+        cmd_noinit(argv[2], argv[3])
+    elif cmd == "compare-contained" and len(argv) == 9:
+        orig = json.load(open(argv[2]))
+        proc = json.load(open(argv[3]))
+        offsets = {int(x) for x in argv[8].split(",")}
+        ok, facts, problems = compare_contained(orig, proc, argv[4], argv[5], argv[6], argv[7], offsets)
+        facts["ok"] = ok
+        facts["problems"] = problems
+        print(json.dumps(facts))
+        sys.exit(0 if ok else 1)
     elif cmd == "compare" and len(argv) >= 6:
         orig = json.load(open(argv[2]))
         proc = json.load(open(argv[3]))
