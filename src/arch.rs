@@ -860,10 +860,9 @@ mod tests {
     }
 
     #[test]
-    fn containment_rows_move_zero_only_where_the_gate_can_act() {
-        // Every adjust of a containment row either keeps 0 at 0, or is one
-        // the zero-first gate in pick() judges: none may be a candidate
-        // list, which this rule never reads.
+    fn containment_rows_start_where_the_source_was_read() {
+        // The containment rows were checked against 6.12.118 and 7.2.13;
+        // their adjusts are only judged by the zero-first gate in pick().
         for row in ROWS.iter().filter(|r| !r.check.kernel_checks()) {
             assert!(!row.table_needs_config, "{}", row.arch);
             assert!(row.since >= release(6, 12, 0), "{}: no source older than 6.12 was read", row.arch);

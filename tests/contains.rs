@@ -258,3 +258,16 @@ fn max_offset_has_no_meaning_here_and_the_config_picks_the_table() {
     let an = analyze(&build(arm64, true), &mcount).unwrap();
     assert_eq!(an.summary, "nothing to do: no __mcount_loc section");
 }
+
+#[test]
+fn a_tree_counts_these_modules_as_processed_not_skipped() {
+    let dir = common::Scratch::new("contains-tree");
+    let arm64 = &ARCHES[0];
+    let weak = build(arm64, true);
+    dir.file("weak.ko", &weak);
+    dir.file("clean.ko", &run(&weak, &Options::default()).0);
+    let out = common::tool(&[std::ffi::OsStr::new("--check"), dir.0.as_os_str()]);
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("2 modules: 1 would change, 1 unchanged, 0 skipped, 0 errors"), "{err}");
+}
