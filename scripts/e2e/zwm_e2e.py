@@ -382,6 +382,9 @@ def parse_console(text, modules):
             rep["dmesg"].append(ln)
         if PANIC_RE.search(ln):
             rep["panic"].append(ln)
+    # Lines with ips stand for the plain list, which the guest then omits.
+    for m, recs in rep["addrs"].items():
+        rep["aff"].setdefault(m, [f"{name} [{m}]" for _ip, name in recs])
     rep["modules"] = modules
     return rep
 
