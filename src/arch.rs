@@ -194,12 +194,6 @@ pub struct Ctx<'a> {
     pub config: Option<&'a Kconfig>,
 }
 
-impl Ctx<'_> {
-    fn has(&self, section: &str) -> bool {
-        self.info.alloc_section(section).is_some()
-    }
-}
-
 /// The facts of one arch over one range of kernel releases.
 #[derive(Debug)]
 pub struct Row {
@@ -266,9 +260,33 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::Ppc64,
         config_symbol: "PPC64",
+        since: release(6, 2, 0),
+        until: Some(release(6, 6, 0)),
+        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        shape: shape(true, elf::R_PPC64_ADDR64),
+        init_in_core: true,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc64_v6_2,
+    },
+    Row {
+        arch: Arch::Ppc64,
+        config_symbol: "PPC64",
+        since: release(6, 6, 0),
+        until: Some(release(6, 13, 0)),
+        older: "",
+        shape: shape(true, elf::R_PPC64_ADDR64),
+        init_in_core: true,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc64_v6_6,
+    },
+    Row {
+        arch: Arch::Ppc64,
+        config_symbol: "PPC64",
         since: release(6, 13, 0),
         until: None,
-        older: "predates the powerpc rules this tool models (6.13)",
+        older: "",
         shape: shape(true, elf::R_PPC64_ADDR64),
         init_in_core: true,
         table_needs_config: true,
@@ -278,9 +296,21 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::Ppc32,
         config_symbol: "PPC32",
+        since: release(6, 2, 0),
+        until: Some(release(6, 13, 0)),
+        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        shape: shape(true, elf::R_PPC_ADDR32),
+        init_in_core: false,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc32_v6_2,
+    },
+    Row {
+        arch: Arch::Ppc32,
+        config_symbol: "PPC32",
         since: release(6, 13, 0),
         until: None,
-        older: "predates the powerpc rules this tool models (6.13)",
+        older: "",
         shape: shape(true, elf::R_PPC_ADDR32),
         init_in_core: false,
         table_needs_config: true,
@@ -305,6 +335,82 @@ fn i386(_: Ctx<'_>) -> Result<Choice, NoCheck> {
     Ok(Choice { section: MCOUNT_LOC, max_offset: 0, adjust: Adjust::Identity, basis: "i386" })
 }
 
+/// How a powerpc kernel makes its callsites. `MODULE_ARCH_VERMAGIC`
+/// (arch/powerpc/include/asm/vermagic.h) names the first two in every
+/// module's vermagic, so a module tells this even without a config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PpcBuild {
+    /// `-fpatchable-function-entry`: vermagic says `patchable-function-entry`.
+    Patchable,
+    /// `-pg -mprofile-kernel`: vermagic says `mprofile-kernel`.
+    Mprofile,
+    /// Plain `-pg`: neither word.
+    PlainPg,
+}
+
+impl PpcBuild {
+    fn of(cx: Ctx<'_>) -> (PpcBuild, &'static str) {
+        let build = |patchable: bool, mprofile: bool| {
+            if patchable {
+                PpcBuild::Patchable
+            } else if mprofile {
+                PpcBuild::Mprofile
+            } else {
+                PpcBuild::PlainPg
+            }
+        };
+        if let Some(c) = cx.config {
+            let b = build(c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"), c.enabled("MPROFILE_KERNEL"));
+            return (b, "from --kconfig");
+        }
+        let words = cx.info.vermagic.as_deref().unwrap_or_default();
+        let has = |word| words.split_whitespace().any(|w| w == word);
+        (build(has("patchable-function-entry"), has("mprofile-kernel")), "from vermagic")
+    }
+}
+
+/// ppc64 in 6.2-6.5: only `-mprofile-kernel` builds are checked, through
+/// `__mcount_loc`, and the adjust is the identity. The offset was 12 when
+/// it was introduced (commit 7af82ff90a2b) and 16 by 6.6; we take the
+/// larger, which can only keep more.
+fn ppc64_v6_2(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    ppc64_elfv2(cx)?;
+    match PpcBuild::of(cx) {
+        (PpcBuild::Mprofile, basis) => {
+            Ok(Choice { section: MCOUNT_LOC, max_offset: 16, adjust: Adjust::Identity, basis })
+        }
+        _ => Err(NoCheck::PpcPlainPg),
+    }
+}
+
+/// ppc64 in 6.6-6.12: patchable entries come in pairs of NOPs
+/// (`-fpatchable-function-entry=2`, arch/powerpc/Makefile) and
+/// `ftrace_call_adjust()` (arch/powerpc/kernel/trace/ftrace.c) adds 4;
+/// `-mprofile-kernel` keeps `__mcount_loc` and the identity.
+fn ppc64_v6_6(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    ppc64_elfv2(cx)?;
+    let choice = |section, adjust, basis| Choice { section, max_offset: 16, adjust, basis };
+    match PpcBuild::of(cx) {
+        (PpcBuild::Patchable, basis) => Ok(choice(PATCHABLE, Adjust::Add(4), basis)),
+        (PpcBuild::Mprofile, basis) => Ok(choice(MCOUNT_LOC, Adjust::Identity, basis)),
+        (PpcBuild::PlainPg, _) => Err(NoCheck::PpcPlainPg),
+    }
+}
+
+fn ppc64_elfv2(cx: Ctx<'_>) -> Result<(), NoCheck> {
+    if cx.info.e_flags & elf::EF_PPC64_ABI == 2 { Ok(()) } else { Err(NoCheck::PpcElfV1) }
+}
+
+/// ppc32 in 6.2-6.12: `-pg` with offset 8, or (from 6.6) NOP pairs with
+/// offset 16 and +4.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn ppc32_v6_2(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(match PpcBuild::of(cx) {
+        (PpcBuild::Patchable, basis) => Choice { section: PATCHABLE, max_offset: 16, adjust: Adjust::Add(4), basis },
+        (_, basis) => Choice { section: MCOUNT_LOC, max_offset: 8, adjust: Adjust::Identity, basis },
+    })
+}
+
 /// ppc64 (arch/powerpc/include/asm/ftrace.h): `ELFv2` only; patchable entries
 /// or -mprofile-kernel, never plain -pg.
 fn ppc64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
@@ -327,23 +433,24 @@ fn ppc64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
             choice(MCOUNT_LOC, Adjust::Identity, "-mprofile-kernel, from --kconfig")
         }
         Some(_) => return Err(NoCheck::PpcPlainPg),
-        // No table at all (a module with no traced code) is nothing to do
-        // either way; say so as "no table".
-        None if cx.has(PATCHABLE) || !cx.has(MCOUNT_LOC) => {
-            choice(PATCHABLE, Adjust::ClangGlobalEntry, "patchable entries; compiler unknown, so both clang candidates")
-        }
-        None => return Err(NoCheck::PpcMcountUnknown),
+        // Out-of-line stubs are on wherever patchable entries are on ppc64
+        // (`PPC_FTRACE_OUT_OF_LINE` is a def_bool, arch/powerpc/Kconfig).
+        None => match PpcBuild::of(cx).0 {
+            PpcBuild::Patchable => choice(
+                PATCHABLE,
+                Adjust::ClangGlobalEntry,
+                "patchable entries from vermagic; compiler unknown, so both clang candidates",
+            ),
+            PpcBuild::Mprofile => choice(MCOUNT_LOC, Adjust::Identity, "-mprofile-kernel, from vermagic"),
+            PpcBuild::PlainPg => return Err(NoCheck::PpcPlainPg),
+        },
     })
 }
 
 /// ppc32: patchable entries where the compiler supports them, else -pg.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn ppc32(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
-    let patchable = match cx.config {
-        Some(c) => c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"),
-        None => cx.has(PATCHABLE),
-    };
-    Ok(if patchable {
+    Ok(if PpcBuild::of(cx).0 == PpcBuild::Patchable {
         // The recorded location is one NOP before the function; the kernel
         // adds 4, and 4 more with DYNAMIC_FTRACE_WITH_CALL_OPS.
         let (adjust, basis) = match cx.config {

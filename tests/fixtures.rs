@@ -178,7 +178,8 @@ fn output_is_reproducible() {
 fn ppc64_without_any_callsite_table_has_nothing_to_do() {
     // Data-only modules (crypto tables, nls) have no traced code; without
     // --kconfig that is "no table", not an unresolved -pg question.
-    let f = standard(Architecture::PowerPc64, Endianness::Little, 2, ".rodata.table", elf::R_PPC64_ADDR64, 0, 16);
+    let mut f = standard(Architecture::PowerPc64, Endianness::Little, 2, ".rodata.table", elf::R_PPC64_ADDR64, 0, 16);
+    f.vermagic = common::VERMAGIC_PPC_PATCHABLE;
     let a = analyze(&f.build(), &Options::default()).unwrap();
     assert_eq!(a.outcome, Outcome::Unchanged);
     assert_eq!(a.summary, "nothing to do: no __patchable_function_entries section");

@@ -44,6 +44,9 @@ pub fn stderr(o: &Output) -> String {
 }
 
 pub const VERMAGIC: &str = "7.2.0 SMP preempt mod_unload modversions";
+/// A powerpc kernel built with patchable entries says so in every module's
+/// vermagic (arch/powerpc/include/asm/vermagic.h).
+pub const VERMAGIC_PPC_PATCHABLE: &str = "7.2.0 SMP preempt mod_unload modversions patchable-function-entry";
 
 /// One text section of a fixture: its size, its named symbols and the
 /// record ips of its callsite entries (the location is `ip - adjust`).
@@ -173,7 +176,11 @@ pub fn standard(
         callsite,
         abs_type,
         adjust,
-        vermagic: VERMAGIC,
+        vermagic: if matches!(arch, Architecture::PowerPc | Architecture::PowerPc64) && callsite == "__patchable_function_entries" {
+            VERMAGIC_PPC_PATCHABLE
+        } else {
+            VERMAGIC
+        },
         modinfo: Vec::new(),
         texts: vec![
             Text {

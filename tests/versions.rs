@@ -1,0 +1,99 @@
+//! The rules follow the kernel release, down to the stable patch level:
+//! powerpc's table, section, adjust and zero-first order changed across
+//! 6.2, 6.6, 6.13 and 6.15, and two stable lines took the order fix late.
+
+mod common;
+
+use common::{Fixture, entries, standard};
+use object::{Architecture, Endianness, elf};
+use zero_weak_mcount::kconfig::Kconfig;
+use zero_weak_mcount::process::{Options, Outcome, analyze};
+
+const PPC_PATCHABLE: &str = "mod_unload modversions patchable-function-entry relocatable";
+
+/// A ppc64le module laid out for `adjust` and max offset 16, from `release`.
+fn ppc64(release: &str, words: &str, callsite: &'static str, adjust: u64) -> Fixture {
+    let mut f = standard(Architecture::PowerPc64, Endianness::Little, 2, callsite, elf::R_PPC64_ADDR64, adjust, 16);
+    f.vermagic = Box::leak(format!("{release} SMP {words}").into_boxed_str());
+    f
+}
+
+/// The (section, ip) pairs a run removes, and the summary.
+fn zeroed(f: &Fixture, opts: &Options) -> (Vec<(String, u64)>, String) {
+    let before = f.build();
+    let a = analyze(&before, opts).unwrap();
+    let after = a.plan.apply_to(&before);
+    let kept = entries(&after, f.callsite, f.adjust);
+    let gone = entries(&before, f.callsite, f.adjust).into_iter().filter(|e| !kept.contains(e)).collect();
+    (gone, a.summary)
+}
+
+fn weak_at_16() -> Vec<(String, u64)> {
+    [0x20, 0x51, 0x180].iter().map(|&ip| (".text".to_string(), ip)).collect()
+}
+
+#[test]
+fn trixie_ppc64el_adds_four_from_vermagic_alone() {
+    // 6.12: NOP pairs and +4, read from vermagic. The fixture's ips are
+    // after the adjust, so exactly the weak ones at +4 go.
+    let f = ppc64("6.12.107+deb13-powerpc64le", PPC_PATCHABLE, "__patchable_function_entries", 4);
+    let (gone, summary) = zeroed(&f, &Options::default());
+    assert_eq!(gone, weak_at_16(), "{summary}");
+    assert!(summary.contains("from vermagic"), "{summary}");
+}
+
+#[test]
+fn an_adjust_first_stable_kernel_is_left_alone() {
+    // 6.12.94 adjusts before the zero test: a zeroed entry would become a
+    // record at ip 4, and ftrace_bug() would turn ftrace off.
+    for release in ["6.12.94", "6.6.143", "6.13.7", "6.14.11", "6.7.5"] {
+        let f = ppc64(release, PPC_PATCHABLE, "__patchable_function_entries", 4);
+        let a = analyze(&f.build(), &Options::default()).unwrap();
+        assert!(a.plan.is_empty(), "{release}: {}", a.summary);
+        assert!(matches!(a.outcome, Outcome::Skipped(..)), "{release}: {:?}", a.outcome);
+        assert!(a.summary.contains("before testing it for zero"), "{release}: {}", a.summary);
+    }
+    for release in ["6.12.95", "6.6.144", "6.15.0"] {
+        let f = ppc64(release, PPC_PATCHABLE, "__patchable_function_entries", 4);
+        let adjust = if release == "6.15.0" { 0 } else { 4 };
+        let f = Fixture { adjust, ..f };
+        assert_eq!(zeroed(&f, &Options::default()).0, weak_at_16(), "{release}");
+    }
+}
+
+#[test]
+fn bookworm_hides_its_patch_level_and_predates_the_check() {
+    let f = ppc64("6.1.0-57-powerpc64le", "mod_unload modversions mprofile-kernel", "__mcount_loc", 0);
+    let a = analyze(&f.build(), &Options::default()).unwrap();
+    assert!(a.plan.is_empty());
+    assert!(a.summary.contains("kernel 6.1.0 predates"), "{}", a.summary);
+}
+
+#[test]
+fn mprofile_kernel_uses_mcount_loc_and_no_adjust() {
+    for release in ["6.4.16", "6.12.107"] {
+        let f = ppc64(release, "mod_unload mprofile-kernel", "__mcount_loc", 0);
+        assert_eq!(zeroed(&f, &Options::default()).0, weak_at_16(), "{release}");
+    }
+}
+
+#[test]
+fn plain_pg_ppc64_is_not_checked() {
+    let f = ppc64("6.12.107", "mod_unload", "__mcount_loc", 0);
+    let a = analyze(&f.build(), &Options::default()).unwrap();
+    assert!(a.plan.is_empty());
+    assert!(a.summary.contains("plain -pg"), "{}", a.summary);
+}
+
+#[test]
+fn out_of_line_stubs_on_an_adjust_first_kernel_need_the_config() {
+    // 6.13/6.14 adjust first. Without a config the compiler is unknown and
+    // clang's candidates move 0; the config says gcc, whose adjust is the
+    // identity, so a zeroed word stays an empty slot.
+    let f = ppc64("6.13.7", PPC_PATCHABLE, "__patchable_function_entries", 0);
+    assert!(analyze(&f.build(), &Options::default()).unwrap().plan.is_empty());
+    let config = "CONFIG_PPC64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_ARCH_USING_PATCHABLE_FUNCTION_ENTRY=y\n\
+                  CONFIG_PPC_FTRACE_OUT_OF_LINE=y\nCONFIG_CC_IS_GCC=y\n";
+    let opts = Options { kconfig: Some(Kconfig::parse(config)), ..Options::default() };
+    assert_eq!(zeroed(&f, &opts).0, weak_at_16());
+}
