@@ -17,7 +17,7 @@ fn main() {
     };
     let data = std::fs::read(input).unwrap();
     let info = elf::parse_info(&data).unwrap();
-    let Scope::Act(rule) = arch::rule_for(&info, None, &Overrides::default()).unwrap() else {
+    let Scope::Act(rule) = arch::rule_for(&data, &info, None, &Overrides::default()).unwrap() else {
         panic!("the kernel does not check this module");
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");

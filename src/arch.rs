@@ -190,6 +190,8 @@ pub struct Choice {
 /// What a family function sees.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
+    /// The module file, for what its code reveals.
+    pub image: &'a [u8],
     pub info: &'a ElfInfo,
     pub config: Option<&'a Kconfig>,
 }
@@ -324,9 +326,35 @@ pub static ROWS: &[Row] = &[
 fn x86_64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     let (max_offset, basis) = match cx.config {
         Some(c) => (if c.enabled("X86_KERNEL_IBT") { 4 } else { 0 }, "IBT from --kconfig"),
+        None if has_endbr64(cx) => (4, "IBT: endbr64 in the code"),
+        None if has_text(cx) => (0, "IBT off: no endbr64 in the code"),
         None => (4, "IBT assumed: no --kconfig"),
     };
     Ok(Choice { section: MCOUNT_LOC, max_offset, adjust: Adjust::Identity, basis })
+}
+
+/// `endbr64`. With `X86_KERNEL_IBT` the kernel builds with
+/// `-fcf-protection=branch` (arch/x86/Makefile), which puts one at the entry
+/// of every function that is global or has its address taken, so at least
+/// `init_module` or `cleanup_module` of any module with either; without it,
+/// with `-fcf-protection=none`, the compiler emits none. The bytes can also
+/// occur by chance inside other instructions; that only ever reads as IBT,
+/// whose larger offset keeps more.
+const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+
+fn has_endbr64(cx: Ctx<'_>) -> bool {
+    text_sections(cx).any(|code| code.windows(4).any(|w| w == ENDBR64))
+}
+
+/// Whether the module has the code whose entries would show `endbr64`: an
+/// init or exit routine is global, so a module with neither proves nothing.
+fn has_text(cx: Ctx<'_>) -> bool {
+    text_sections(cx).next().is_some()
+        && [".init.text", ".exit.text"].iter().any(|name| cx.info.alloc_section(name).is_some())
+}
+
+fn text_sections<'a>(cx: Ctx<'a>) -> impl Iterator<Item = &'a [u8]> {
+    cx.info.sections.iter().filter(|s| s.is_alloc_exec()).map(|s| s.bytes(cx.image)).filter(|b| !b.is_empty())
 }
 
 /// i386: IBT is x86_64-only, so `ENDBR_INSN_SIZE` is 0 on every config.
@@ -659,8 +687,8 @@ pub struct Overrides {
 }
 
 /// Pick the rule for a module, or say why there is nothing to do.
-pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> Result<Scope, Error> {
-    match pick(info, config) {
+pub fn rule_for(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> Result<Scope, Error> {
+    match pick(image, info, config) {
         Ok((row, rule)) => apply_overrides(row, rule, config.is_some(), over),
         Err(Picked::Unchecked(why)) => Ok(Scope::Unchecked(why)),
         Err(Picked::Error(e)) => Err(e),
@@ -679,7 +707,7 @@ impl From<NoCheck> for Picked {
 }
 
 /// The row for this module's arch and kernel, and the rule it gives.
-fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule), Picked> {
+fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule), Picked> {
     let arch = Arch::from_elf(info.machine, info.is_64)
         .ok_or(NoCheck::UnknownMachine { machine: info.machine, is_64: info.is_64 })?;
     let mut rows = ROWS.iter().filter(|r| r.arch == arch).peekable();
@@ -698,7 +726,7 @@ fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule)
     let vermagic = info.vermagic.as_deref().ok_or(NoCheck::NoVermagic)?;
     let kernel = Release::from_vermagic(vermagic).ok_or_else(|| NoCheck::BadRelease(vermagic.to_string()))?;
     let row = rows.find(|r| r.holds_for(kernel)).ok_or(NoCheck::TooOld { kernel, lacks: first.older })?;
-    let choice = (row.choose)(Ctx { info, config })?;
+    let choice = (row.choose)(Ctx { image, info, config })?;
     if !choice.adjust.maps_zero_to_zero() && !skips_zero_before_adjust(kernel) {
         return Err(NoCheck::AdjustFirst { kernel, adjust: choice.adjust }.into());
     }

@@ -146,7 +146,7 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     };
 
     let info = elf::parse_info(image)?;
-    let (decided, section) = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
+    let (decided, section) = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
         Scope::Unchecked(why) => {
             (Decided::left(LeftAlone::NotChecked, why.to_string(), Proof::CannotJudge(why.to_string())), None)
         }

@@ -97,3 +97,43 @@ fn out_of_line_stubs_on_an_adjust_first_kernel_need_the_config() {
     let opts = Options { kconfig: Some(Kconfig::parse(config)), ..Options::default() };
     assert_eq!(zeroed(&f, &opts).0, weak_at_16());
 }
+
+/// The x86_64 fixture, laid out for max offset 4, with `endbr64` written
+/// just before `a` when `ibt`.
+fn x86_64(ibt: bool) -> Vec<u8> {
+    use object::{Object, ObjectSection};
+    let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    let mut data = f.build();
+    if ibt {
+        let file = object::File::parse(&data[..]).unwrap();
+        let (text, _) = file.section_by_name(".text").unwrap().file_range().unwrap();
+        let at = usize::try_from(text).unwrap() + 0x3c;
+        data[at..at + 4].copy_from_slice(&[0xf3, 0x0f, 0x1e, 0xfa]);
+    }
+    data
+}
+
+fn zeroed_ips(data: &[u8]) -> (Vec<(String, u64)>, String) {
+    let a = analyze(data, &Options::default()).unwrap();
+    let after = a.plan.apply_to(data);
+    let kept = entries(&after, "__mcount_loc", 0);
+    let gone = entries(data, "__mcount_loc", 0).into_iter().filter(|e| !kept.contains(e)).collect();
+    (gone, a.summary)
+}
+
+#[test]
+fn endbr64_in_the_code_says_ibt() {
+    let (gone, summary) = zeroed_ips(&x86_64(true));
+    let ips: Vec<u64> = gone.iter().filter(|(s, _)| s == ".text").map(|&(_, ip)| ip).collect();
+    assert_eq!(ips, [0x20, 0x45, 0x180], "{summary}");
+    assert!(summary.contains("IBT: endbr64 in the code"), "{summary}");
+}
+
+#[test]
+fn init_code_without_endbr64_says_ibt_off() {
+    // a+4 is explained only under IBT's offset of 4: without IBT it goes.
+    let (gone, summary) = zeroed_ips(&x86_64(false));
+    let ips: Vec<u64> = gone.iter().filter(|(s, _)| s == ".text").map(|&(_, ip)| ip).collect();
+    assert_eq!(ips, [0x20, 0x44, 0x45, 0x180], "{summary}");
+    assert!(summary.contains("IBT off: no endbr64 in the code"), "{summary}");
+}

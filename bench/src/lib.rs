@@ -40,7 +40,7 @@ pub fn image(data: &[u8]) -> Res<&[u8]> {
 /// Phase 1 (parse): ELF header, section table, vermagic, the rule.
 pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
     let info = elf::parse_info(image)?;
-    match arch::rule_for(&info, None, &Overrides::default())? {
+    match arch::rule_for(image, &info, None, &Overrides::default())? {
         Scope::Act(rule) => Ok(Some((info, rule))),
         Scope::Unchecked(_) => Ok(None),
     }
