@@ -353,7 +353,7 @@ fn has_text(cx: Ctx<'_>) -> bool {
         && [".init.text", ".exit.text"].iter().any(|name| cx.info.alloc_section(name).is_some())
 }
 
-fn text_sections<'a>(cx: Ctx<'a>) -> impl Iterator<Item = &'a [u8]> {
+fn text_sections(cx: Ctx<'_>) -> impl Iterator<Item = &[u8]> {
     cx.info.sections.iter().filter(|s| s.is_alloc_exec()).map(|s| s.bytes(cx.image)).filter(|b| !b.is_empty())
 }
 

@@ -98,7 +98,7 @@ fn out_of_line_stubs_on_an_adjust_first_kernel_need_the_config() {
     assert_eq!(zeroed(&f, &opts).0, weak_at_16());
 }
 
-/// The x86_64 fixture, laid out for max offset 4, with `endbr64` written
+/// The `x86_64` fixture, laid out for max offset 4, with `endbr64` written
 /// just before `a` when `ibt`.
 fn x86_64(ibt: bool) -> Vec<u8> {
     use object::{Object, ObjectSection};
