@@ -157,6 +157,12 @@ impl fmt::Display for Release {
 /// stable line and the first release of it with the fix.
 pub static ZERO_SKIPPED_FIRST: &[Release] = &[release(6, 6, 144), release(6, 12, 95), release(6, 15, 0)];
 
+/// The newest release whose source the rows were checked against. A newer
+/// kernel gets the newest rows, because the rules have held unchanged from
+/// 6.15 through this release, but with a warning and without the `mcount=`
+/// tag, which needs a known rule: see docs/rules.md, "Newer kernels".
+pub const CHECKED_THROUGH: (u32, u32) = (7, 3);
+
 /// Whether a kernel skips a zero word before adjusting it. Elsewhere a zeroed
 /// entry is adjusted first, and if the adjust maps 0 to a non-zero ip the
 /// kernel builds a record there, fails to patch it and turns ftrace off.
@@ -573,6 +579,8 @@ pub struct Rule {
     pub mod_unload: bool,
     /// Where the numbers came from, for `--verbose`.
     pub basis: &'static str,
+    /// The kernel, when it is newer than [`CHECKED_THROUGH`].
+    pub unchecked_release: Option<Release>,
 }
 
 impl Rule {
@@ -739,6 +747,7 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
         init_in_core: row.init_in_core,
         mod_unload: vermagic.split_whitespace().any(|w| w == "mod_unload"),
         basis: choice.basis,
+        unchecked_release: ((kernel.major, kernel.minor) > CHECKED_THROUGH).then_some(kernel),
     };
     Ok((row, rule))
 }

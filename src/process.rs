@@ -163,9 +163,11 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 /// the module's own configuration can prove anything: without it, x86
 /// assumes IBT (max 4), and a module built without IBT may still hold
 /// entries 1-4 bytes after a symbol that its kernel rejects.
-fn proof(opts: &Options, doubts: usize) -> Proof {
+fn proof(opts: &Options, rule: &Rule, doubts: usize) -> Proof {
     if doubts > 0 {
         Proof::Doubt(format!("{doubts} {} kept for doubt", if doubts == 1 { "entry was" } else { "entries were" }))
+    } else if let Some(kernel) = rule.unchecked_release {
+        Proof::CannotJudge(format!("kernel {kernel} is newer than the rules this tool was checked against"))
     } else if opts.kconfig.is_none() {
         Proof::CannotJudge("no --kconfig: the rule is assumed, not known".into())
     } else if opts.overrides.max_offset.is_some() {
@@ -255,10 +257,17 @@ fn decide_module(
     opts: &Options,
     warnings: &mut Vec<String>,
 ) -> Result<Decided, Error> {
+    if let Some(kernel) = rule.unchecked_release {
+        let (major, minor) = arch::CHECKED_THROUGH;
+        warnings.push(format!(
+            "kernel {kernel} is newer than {major}.{minor}, the newest release this tool's rules were \
+             checked against; applying {major}.{minor}'s rules (see docs/rules.md)"
+        ));
+    }
     // No table, or one the loader relocates nothing in: the kernel builds
     // no record, so there is nothing it could reject.
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Decided::unchanged(&format!("no {} section", rule.section), proof(opts, 0)));
+        return Ok(Decided::unchanged(&format!("no {} section", rule.section), proof(opts, rule, 0)));
     };
     let extracted = match elf::extract(image, info, callsite, rule.shape)? {
         Extraction::Table(x) => x,
@@ -266,7 +275,7 @@ fn decide_module(
             // Without relocations the loader leaves the words as they are;
             // only all-zero words are sure to give no record.
             let zero = info.sections[callsite].bytes(image).iter().all(|&byte| byte == 0);
-            let proof = if zero { proof(opts, 0) } else { Proof::Doubt(format!("{why}, but its words are not zero")) };
+            let proof = if zero { proof(opts, rule, 0) } else { Proof::Doubt(format!("{why}, but its words are not zero")) };
             return Ok(Decided::unchanged(&why, proof));
         }
         Extraction::Unsupported(why) => {
@@ -304,7 +313,7 @@ fn decide_module(
     if doubts > 0 {
         let _ = write!(summary, ", {doubts} kept for doubt");
     }
-    Ok(Decided { plan, zeroed: zero.len(), left: None, proof: proof(opts, doubts), details, summary })
+    Ok(Decided { plan, zeroed: zero.len(), left: None, proof: proof(opts, rule, doubts), details, summary })
 }
 
 fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {

@@ -319,3 +319,20 @@ fn a_table_without_relocations_is_proven_only_when_its_words_are_zero() {
         a.details
     );
 }
+
+#[test]
+fn a_kernel_newer_than_the_checked_rules_is_processed_with_a_warning_but_never_tagged() {
+    let mut f = tagged(TAG, false);
+    f.vermagic = "7.9.1 SMP preempt mod_unload modversions";
+    let before = f.build();
+    let a = analyze(&before, &with_config()).unwrap();
+    assert!(matches!(a.outcome, Outcome::Changed { .. }), "{:?}", a.outcome);
+    assert!(a.warnings.iter().any(|w| w.contains("kernel 7.9.1 is newer than 7.3")), "{:?}", a.warnings);
+    let after = a.plan.apply_to(&before);
+    assert!(modinfo(&after).contains(&TAG.to_string()), "{:?}", modinfo(&after));
+    // The same module for a checked release is tagged.
+    f.vermagic = "7.3.0 SMP preempt mod_unload modversions";
+    let before = f.build();
+    let after = analyze(&before, &with_config()).unwrap().plan.apply_to(&before);
+    assert!(modinfo(&after).iter().any(|t| t.starts_with("mcount=zeroed:")), "{:?}", modinfo(&after));
+}

@@ -98,17 +98,23 @@ fn out_of_line_stubs_on_an_adjust_first_kernel_need_the_config() {
     assert_eq!(zeroed(&f, &opts).0, weak_at_16());
 }
 
-/// The `x86_64` fixture, laid out for max offset 4, with `endbr64` written
-/// just before `a` when `ibt`.
-fn x86_64(ibt: bool) -> Vec<u8> {
+/// The `x86_64` fixture, laid out for max offset 4: an IBT build, or with
+/// its code overwritten by NOPs, with or without init and exit code.
+fn x86_64(ibt: bool, init: bool) -> Vec<u8> {
     use object::{Object, ObjectSection};
-    let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    if !init {
+        f.texts.retain(|t| t.name != ".init.text" && t.name != ".exit.text");
+    }
     let mut data = f.build();
-    if ibt {
+    if !ibt {
         let file = object::File::parse(&data[..]).unwrap();
-        let (text, _) = file.section_by_name(".text").unwrap().file_range().unwrap();
-        let at = usize::try_from(text).unwrap() + 0x3c;
-        data[at..at + 4].copy_from_slice(&[0xf3, 0x0f, 0x1e, 0xfa]);
+        let ranges: Vec<_> =
+            file.sections().filter(|s| s.kind() == object::SectionKind::Text).filter_map(|s| s.file_range()).collect();
+        for (start, size) in ranges {
+            let start = usize::try_from(start).unwrap();
+            data[start..start + usize::try_from(size).unwrap()].fill(0x90);
+        }
     }
     data
 }
@@ -123,7 +129,7 @@ fn zeroed_ips(data: &[u8]) -> (Vec<(String, u64)>, String) {
 
 #[test]
 fn endbr64_in_the_code_says_ibt() {
-    let (gone, summary) = zeroed_ips(&x86_64(true));
+    let (gone, summary) = zeroed_ips(&x86_64(true, true));
     let ips: Vec<u64> = gone.iter().filter(|(s, _)| s == ".text").map(|&(_, ip)| ip).collect();
     assert_eq!(ips, [0x20, 0x45, 0x180], "{summary}");
     assert!(summary.contains("IBT: endbr64 in the code"), "{summary}");
@@ -132,8 +138,16 @@ fn endbr64_in_the_code_says_ibt() {
 #[test]
 fn init_code_without_endbr64_says_ibt_off() {
     // a+4 is explained only under IBT's offset of 4: without IBT it goes.
-    let (gone, summary) = zeroed_ips(&x86_64(false));
+    let (gone, summary) = zeroed_ips(&x86_64(false, true));
     let ips: Vec<u64> = gone.iter().filter(|(s, _)| s == ".text").map(|&(_, ip)| ip).collect();
     assert_eq!(ips, [0x20, 0x44, 0x45, 0x180], "{summary}");
     assert!(summary.contains("IBT off: no endbr64 in the code"), "{summary}");
+}
+
+#[test]
+fn code_that_proves_nothing_keeps_the_assumed_ibt() {
+    let (gone, summary) = zeroed_ips(&x86_64(false, false));
+    let ips: Vec<u64> = gone.iter().filter(|(s, _)| s == ".text").map(|&(_, ip)| ip).collect();
+    assert_eq!(ips, [0x20, 0x45, 0x180], "{summary}");
+    assert!(summary.contains("IBT assumed"), "{summary}");
 }

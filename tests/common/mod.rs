@@ -84,8 +84,11 @@ impl Fixture {
         for t in &self.texts {
             let id = obj.add_section(Vec::new(), t.name.as_bytes().to_vec(), SectionKind::Text);
             // A recognisable, non-zero filler (ppc nop) so no accidental
-            // instruction pattern appears.
-            let filler: Vec<u8> = [0x60u8, 0, 0, 0].iter().copied().cycle().take(t.size as usize).collect();
+            // instruction pattern appears. x86_64 fixtures are IBT builds,
+            // as distributions' x86_64 kernels are: their code holds endbr64,
+            // which is what the tool reads IBT from without a config.
+            let pattern: [u8; 4] = if self.arch == Architecture::X86_64 { [0xf3, 0x0f, 0x1e, 0xfa] } else { [0x60, 0, 0, 0] };
+            let filler: Vec<u8> = pattern.iter().copied().cycle().take(t.size as usize).collect();
             obj.set_section_data(id, filler, 16);
             for &(name, value) in &t.symbols {
                 add_function(&mut obj, id, name.as_bytes(), value, 4, SymbolScope::Compilation);
