@@ -2,6 +2,9 @@
 //! recorded location into a record's ip (`ftrace_call_adjust()`), and how far
 //! past a symbol a valid record may lie (`FTRACE_MCOUNT_MAX_OFFSET`).
 //!
+//! The table, with the kernel file and function behind each row, is
+//! docs/rules.md.
+//!
 //! Only x86 and powerpc define `FTRACE_MCOUNT_MAX_OFFSET`
 //! (`arch/x86/include/asm/ftrace.h`, `arch/powerpc/include/asm/ftrace.h`).
 //! Everywhere else `test_for_valid_rec()` (kernel/trace/ftrace.c) keeps
