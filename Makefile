@@ -1,5 +1,5 @@
 # The commands a developer and CI need. `make check` is what .ci/run runs.
-.PHONY: all demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu check bench fuzz
+.PHONY: all demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu check bench fuzz adjust-first-demo
 
 all:
 	cargo build --release
@@ -25,6 +25,10 @@ kernel-bench: all
 
 kernel-bench-amdgpu: all
 	scripts/kernel-bench.sh --amdgpu
+
+# Not part of check: what the zero-first gate prevents (docs/rules.md).
+adjust-first-demo:
+	scripts/adjust-first-demo.sh
 
 check: test integration e2e kernel-e2e
 
