@@ -23,7 +23,7 @@ fn main() {
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
     let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().table().expect("no callsite relocations");
     let symbols = SymbolIndex::new(&x.symbols, x.strings);
-    let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
+    let layout = Layout::for_rule(&info.sections, &symbols, &rule);
     let mut extra = None;
     let decisions = decide::all(&data, &info, &rule, &x.callsite.entries, &symbols, &layout, |i, _, verdict| {
         if extra.is_none() && *verdict == Verdict::Valid {

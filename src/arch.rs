@@ -171,11 +171,26 @@ pub const CHECKED_THROUGH: (u32, u32) = (7, 3);
 /// kernel builds a record there, fails to patch it and turns ftrace off.
 #[must_use]
 pub fn skips_zero_before_adjust(kernel: Release) -> bool {
-    let mainline = ZERO_SKIPPED_FIRST[ZERO_SKIPPED_FIRST.len() - 1];
+    in_fixed_line(kernel, ZERO_SKIPPED_FIRST)
+}
+
+/// The releases whose `find_kallsyms_symbol()` (kernel/module/kallsyms.c)
+/// bounds the search to the address's memory region (commit 0e9f090a4e9b):
+/// the earliest of each line known to have it; 7.3 is its mainline release.
+pub static REGION_BOUND_FIRST: &[Release] = &[release(6, 12, 117), release(7, 2, 13), release(7, 3, 0)];
+
+/// Before 6.13 each module memory region was a vmalloc area of its own, with
+/// a guard page after it, so the nearest symbol below an address was never in
+/// another region. 6.13 brought x86's shared cache of executable pages
+/// (`EXECMEM_ROX_CACHE`), which can place regions side by side.
+pub const REGIONS_MAY_TOUCH_SINCE: Release = release(6, 13, 0);
+
+/// Whether `kernel` has a fix whose first release on each stable line, and
+/// last on mainline, `firsts` lists in order.
+fn in_fixed_line(kernel: Release, firsts: &[Release]) -> bool {
+    let mainline = firsts[firsts.len() - 1];
     kernel >= mainline
-        || ZERO_SKIPPED_FIRST
-            .iter()
-            .any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
+        || firsts.iter().any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
 }
 
 /// The kind of check the kernel makes of each record.
@@ -584,6 +599,10 @@ pub struct Rule {
     pub basis: &'static str,
     /// The kernel, when it is newer than [`CHECKED_THROUGH`].
     pub unchecked_release: Option<Release>,
+    /// The nearest symbol `find_kallsyms_symbol()` finds for an address is
+    /// always in the address's own memory region: the kernel bounds the
+    /// search, or its regions never touch.
+    pub region_bound: bool,
 }
 
 impl Rule {
@@ -751,6 +770,7 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
         mod_unload: vermagic.split_whitespace().any(|w| w == "mod_unload"),
         basis: choice.basis,
         unchecked_release: ((kernel.major, kernel.minor) > CHECKED_THROUGH).then_some(kernel),
+        region_bound: kernel < REGIONS_MAY_TOUCH_SINCE || in_fixed_line(kernel, REGION_BOUND_FIRST),
     };
     Ok((row, rule))
 }

@@ -286,7 +286,7 @@ fn decide_module(
     let entries = &extracted.callsite.entries;
     let stripped = extracted.stripped_locals();
     let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
-    let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
+    let layout = Layout::for_rule(&info.sections, &symbols, rule);
     let mut details = Vec::new();
     let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {
         if opts.verbose && *verdict != Verdict::Valid {

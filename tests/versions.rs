@@ -151,3 +151,19 @@ fn code_that_proves_nothing_keeps_the_assumed_ibt() {
     assert_eq!(ips, [0x20, 0x45, 0x180], "{summary}");
     assert!(summary.contains("IBT assumed"), "{summary}");
 }
+
+#[test]
+fn where_regions_may_touch_and_the_lookup_is_unbounded_a_region_start_is_in_doubt() {
+    // x86's shared executable-page cache (6.13) can put another region just
+    // before .text; the lookup was bounded to the region only in 7.2.13,
+    // 6.12.117 and 7.3. An entry at .text+0 with no symbol before it is
+    // zeroed only where no other region's symbol can be the nearest.
+    for (release, goes) in [("7.1.3", false), ("6.13.7", false), ("7.2.13", true), ("6.12.107", true), ("7.3.0", true)] {
+        let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+        f.vermagic = Box::leak(format!("{release} SMP mod_unload").into_boxed_str());
+        f.texts[0].ips.insert(0, 0);
+        let (gone, summary) = zeroed(&f, &Options::default());
+        assert_eq!(gone.contains(&(".text".to_string(), 0)), goes, "{release}: {summary}");
+        assert!(gone.contains(&(".text".to_string(), 0x20)), "{release}: far from the start, it goes anyway");
+    }
+}

@@ -114,7 +114,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
     let symbols = SymbolIndex::new(&x.symbols, x.strings);
     p.sort = t.elapsed();
     let t = Instant::now();
-    let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
+    let layout = Layout::for_rule(&info.sections, &symbols, &rule);
     p.layout = t.elapsed();
     let t = Instant::now();
     let d = tool_decide(image, &info, &rule, &x, &symbols, &layout);
