@@ -29,7 +29,7 @@ use std::fmt;
 use object::elf;
 
 use crate::decide::Input;
-use crate::elf::{ElfInfo, Entry, RelocShape, Target};
+use crate::elf::{ElfInfo, Entry, Mapping, RelocShape, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 
@@ -599,6 +599,8 @@ pub struct Rule {
     pub basis: &'static str,
     /// The kernel, when it is newer than [`CHECKED_THROUGH`].
     pub unchecked_release: Option<Release>,
+    /// The symbol names kallsyms skips.
+    pub mapping: Mapping,
     /// The nearest symbol `find_kallsyms_symbol()` finds for an address is
     /// always in the address's own memory region: the kernel bounds the
     /// search, or its regions never touch.
@@ -770,6 +772,9 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
         mod_unload: vermagic.split_whitespace().any(|w| w == "mod_unload"),
         basis: choice.basis,
         unchecked_release: ((kernel.major, kernel.minor) > CHECKED_THROUGH).then_some(kernel),
+        // 6.12 is the oldest release read with the wider set; a narrower set
+        // counts more symbols, which can only keep more entries.
+        mapping: if kernel >= release(6, 12, 0) { Mapping::All } else { Mapping::Arm },
         region_bound: kernel < REGIONS_MAY_TOUCH_SINCE || in_fixed_line(kernel, REGION_BOUND_FIRST),
     };
     Ok((row, rule))

@@ -269,7 +269,7 @@ fn decide_module(
     let Some(callsite) = info.alloc_section(rule.section) else {
         return Ok(Decided::unchanged(&format!("no {} section", rule.section), proof(opts, rule, 0)));
     };
-    let extracted = match elf::extract(image, info, callsite, rule.shape)? {
+    let extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
             // Without relocations the loader leaves the words as they are;

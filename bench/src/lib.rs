@@ -49,7 +49,7 @@ pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
 /// Phase 2 (extract): the callsite relocations and the lookup symbols.
 pub fn tool_extract<'a>(image: &'a [u8], info: &ElfInfo, rule: &Rule) -> Res<Option<Extracted<'a>>> {
     let Some(callsite) = info.alloc_section(rule.section) else { return Ok(None) };
-    Ok(elf::extract(image, info, callsite, rule.shape)?.table())
+    Ok(elf::extract(image, info, callsite, rule.shape, rule.mapping)?.table())
 }
 
 /// Phase 5 (decide): the library's own per-entry pipeline.
