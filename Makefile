@@ -1,5 +1,5 @@
 # The commands a developer and CI need. `make check` is what .ci/run runs.
-.PHONY: all demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu check bench fuzz
+.PHONY: all demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu tree-check check bench fuzz
 
 all:
 	cargo build --release
@@ -25,6 +25,11 @@ kernel-bench: all
 
 kernel-bench-amdgpu: all
 	scripts/kernel-bench.sh --amdgpu
+
+# Not part of check: --check over seven whole Debian module trees, with and
+# without their config (docs/trees.md); a cold cache downloads about 1 GB.
+tree-check: all
+	scripts/tree-check.sh
 
 check: test integration e2e kernel-e2e
 
