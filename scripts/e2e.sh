@@ -6,8 +6,8 @@
 #
 # Cases (default: all, in this order):
 #   bookworm-amd64   Debian bookworm 6.1 x86_64 kernel + testdata/zwm_test
-#                    rebuilt for it; tool run with the kernel's --kconfig and
-#                    with the default (no config)
+#                    rebuilt for it, irqbypass.ko and kvm.ko; tool run with
+#                    the kernel's --kconfig and with the default (no config)
 #   sid-amd64        Debian sid x86_64 kernel: irqbypass.ko + kvm.ko
 #   sid-ppc64el      Debian sid ppc64le kernel: kvm.ko (pseries, power9)
 #   trixie-ppc64el   Debian trixie 6.12 ppc64le kernel (newest build the
@@ -272,8 +272,14 @@ case_bookworm_amd64() {
     log "bookworm-amd64: building testdata/zwm_test for $kver"
     "$REPO/scripts/build-testdata.sh" --kver "$kver" --out "$bdir" >&2 ||
         { FAILURES+=("bookworm-amd64: scripts/build-testdata.sh --kver $kver failed"); return; }
+    # Debian's own irqbypass.ko and kvm.ko too: 6.1 has no IBT, so the
+    # kernel's max offset is 0 where the default assumes 4.
+    local irqb kvm
+    irqb=$(find_in_root "$root" "$kver" "lib/modules/$kver/kernel/virt/lib/irqbypass.ko*") &&
+    kvm=$(find_in_root "$root" "$kver" "lib/modules/$kver/kernel/arch/x86/kvm/kvm.ko*") ||
+        { FAILURES+=("bookworm-amd64: irqbypass.ko/kvm.ko not found under $root"); return; }
     KCONFIG=$cfg run_variants bookworm-amd64 x86_64 "$kernel" "$HOST_BUSYBOX" "$kver" \
-        "tool-kconfig tool-default" -- "$bdir/zwm_test.ko"
+        "tool-kconfig tool-default" -- "$bdir/zwm_test.ko" "$irqb" "$kvm"
 }
 
 SID_AMD64_ROOT=
