@@ -17,6 +17,9 @@
 #                    then ib_core, ib_uverbs, rdmavt, dca + ib_qib.ko
 #   bookworm-i386    Debian bookworm 6.1 686 kernel (qemu-system-i386 -cpu
 #                    qemu32, busybox-static:i386): irqbypass.ko + kvm.ko
+#   bookworm-ppc64el Debian bookworm 6.1 ppc64le kernel: kvm.ko, which the
+#                    tool must leave alone (6.1 powerpc keeps weak callsites
+#                    as records of the preceding function)
 #   negative         sid-amd64 kvm.ko processed by the zero-extra example
 #                    (one extra *valid* entry zeroed): the comparison must
 #                    FAIL, or the whole run fails
@@ -48,7 +51,7 @@ FETCH=$REPO/scripts/fetch-debian-kernel.sh
 PROG=e2e
 . "$REPO/scripts/lib.sh"
 
-ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el trixie-ppc64el trixie-amd64 bookworm-i386 negative"
+ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el trixie-ppc64el trixie-amd64 bookworm-i386 bookworm-ppc64el negative"
 cases=$ALL_CASES
 work=${ZWM_E2E_WORK:-}
 while [ $# -gt 0 ]; do
@@ -378,6 +381,9 @@ for c in $cases; do
         bookworm-i386)
             debian_case bookworm-i386 bookworm i386 i386 tool-default -- \
                 virt/lib/irqbypass arch/x86/kvm/kvm;;
+        bookworm-ppc64el)
+            debian_case bookworm-ppc64el bookworm ppc64el ppc64le tool-default -- \
+                arch/powerpc/kvm/kvm;;
         negative) case_negative;;
     esac
     CASE_TIME[$c]=$(( $(date +%s) - t0 ))
