@@ -1,5 +1,5 @@
 # The commands a developer and CI need. `make check` is what .ci/run runs.
-.PHONY: all demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu check bench fuzz adjust-first-demo
+.PHONY: all demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu tree-check check bench fuzz adjust-first-demo
 
 all:
 	cargo build --release
@@ -29,6 +29,11 @@ kernel-bench-amdgpu: all
 # Not part of check: what the zero-first gate prevents (docs/rules.md).
 adjust-first-demo:
 	scripts/adjust-first-demo.sh
+
+# Not part of check: --check over seven whole Debian module trees, with and
+# without their config (docs/trees.md); a cold cache downloads about 1 GB.
+tree-check: all
+	scripts/tree-check.sh
 
 check: test integration e2e kernel-e2e
 

@@ -3,7 +3,7 @@
 # that loads the given modules in order and reports what ftrace made of them.
 #
 # Usage:
-#   scripts/e2e/boot.sh --arch x86_64|ppc64le --kernel FILE --busybox FILE
+#   scripts/e2e/boot.sh --arch x86_64|i386|ppc64le --kernel FILE --busybox FILE
 #                       --out DIR [--timeout SEC] [--mem MB] MODULE.ko...
 #
 # MODULE.ko files must be plain ELF (decompressed, signature stripped); they
@@ -49,11 +49,17 @@ case "$arch" in
         qemu=(qemu-system-x86_64 -accel tcg -smp 1 -m "${mem:-512}")
         console=ttyS0
         timeout=${timeout:-180};;
+    i386)
+        # qemu32: a plain 32-bit CPU (P6-class: CMOV, no long mode), enough
+        # for Debian's 686 flavour.
+        qemu=(qemu-system-i386 -accel tcg -cpu qemu32 -smp 1 -m "${mem:-512}")
+        console=ttyS0
+        timeout=${timeout:-180};;
     ppc64le)
         qemu=(qemu-system-ppc64 -accel tcg -M pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off -cpu power9 -smp 1 -m "${mem:-1024}")
         console=hvc0
         timeout=${timeout:-300};;
-    *) die "unknown arch $arch (x86_64|ppc64le)";;
+    *) die "unknown arch $arch (x86_64|i386|ppc64le)";;
 esac
 command -v "${qemu[0]}" >/dev/null || die "${qemu[0]} not found"
 
