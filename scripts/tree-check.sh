@@ -7,8 +7,9 @@
 #
 # A tree is SUITE-DEBARCH (the newest build scripts/fetch-debian-kernel.sh
 # gets for it) or SUITE-DEBARCH@ABI (an ABI already unpacked in the cache, for
-# instance trixie-ppc64el@6.12.107+deb13-powerpc64le; it is never fetched).
-# Default: every tree in $DEFAULT_TREES below.
+# instance trixie-ppc64el@6.12.107+deb13-powerpc64le, which the mirror no
+# longer serves; it is never fetched).
+# Default: the seven trees in $DEFAULT_TREES below (each fetched).
 #
 # For each tree: every module under lib/modules/KVER/kernel is copied as a
 # plain ELF (decompressed, signature stripped), so that "would change" means
@@ -36,7 +37,7 @@ FETCH=$REPO/scripts/fetch-debian-kernel.sh
 TC=(python3 "$REPO/scripts/tree-check/tree_check.py")
 CACHE=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 
-DEFAULT_TREES="sid-amd64 sid-ppc64el trixie-amd64 trixie-ppc64el trixie-ppc64el@6.12.107+deb13-powerpc64le bookworm-amd64 bookworm-i386 bookworm-ppc64el"
+DEFAULT_TREES="sid-amd64 sid-ppc64el trixie-amd64 trixie-ppc64el bookworm-amd64 bookworm-i386 bookworm-ppc64el"
 trees=$DEFAULT_TREES
 work=
 keep=0
@@ -107,7 +108,8 @@ for t in $trees; do
     # --check exits 1 when a file would change or on an error; the logs say which.
     sum=$("${TC[@]}" analyse "$tdir/default.log" "$tdir/kconfig.log" "$tdir/mods" "$tdir/analysis.json") ||
         { FAILURES+=("$t: cannot analyse the logs in $tdir"); continue; }
-    syms=$(nice -n 5 "${TC[@]}" symbols "$tdir/mods") || syms='{}'
+    syms=$(nice -n 5 "${TC[@]}" symbols "$tdir/mods") ||
+        { FAILURES+=("$t: counting the \$*/L0* symbols failed"); syms='{}'; }
     [ "$keep" = 1 ] || rm -rf "$tdir/mods"
     secs=$(( $(date +%s) - t0 ))
     python3 - "$t" "$kver" "$drc" "$krc" "$secs" "$sum" "$syms" "$tdir/analysis.json" >>"$ROWS" <<'PYEOF'
