@@ -17,6 +17,7 @@
 //! - [`error`]: every way it can fail, each with its remedy.
 
 pub mod arch;
+pub mod cli;
 pub mod compress;
 pub mod decide;
 pub mod elf;

@@ -3,7 +3,7 @@
 //! one and large synthetic ones). After every kill each module must be
 //! either its original bytes or the fully processed bytes, never anything
 //! in between. A kill can leave the run's temporary file
-//! (`.NAME.zwm-PID.tmp`) behind; the test counts those, checks their names,
+//! (`.NAME.zwm-PID-N.tmp`) behind; the test counts those, checks their names,
 //! and checks that the next run that rewrites the module removes them.
 #![allow(
     clippy::cast_possible_truncation,
