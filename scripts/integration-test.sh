@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # integration-test.sh: the real integration tests of zero-weak-mcount's build
 # hooks (Kbuild, DKMS, rpm, deb), against Debian's installed kernel headers.
 #

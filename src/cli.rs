@@ -29,6 +29,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ZWM_BUI
 /// failed, was refused, or would change under --check; 2 on a usage error.
 #[derive(Parser, Debug)]
 #[command(name = NAME, version = VERSION)]
+#[allow(clippy::doc_markdown, reason = "these comments are the --help text and the man page, where backticks show")]
 pub struct Cli {
     /// Module files (.ko, .ko.xz, .ko.zst, .ko.gz), processed in place, or directories to walk
     #[arg(required = true, value_name = "PATH")]
@@ -45,10 +46,10 @@ pub struct Cli {
     /// Kernel .config or include/config/auto.conf the modules were built with
     #[arg(long, value_name = "FILE")]
     pub kconfig: Option<PathBuf>,
-    /// Override `FTRACE_MCOUNT_MAX_OFFSET` (default: from --kconfig, else the widest the arch allows)
+    /// Override FTRACE_MCOUNT_MAX_OFFSET (default: from --kconfig, else the widest the arch allows)
     #[arg(long, value_name = "N")]
     pub max_offset: Option<u64>,
-    /// The callsite section the kernel reads (__`mcount_loc` or __`patchable_function_entries`)
+    /// The callsite section the kernel reads (__mcount_loc or __patchable_function_entries)
     #[arg(long, value_name = "NAME")]
     pub section: Option<String>,
     /// What to do with a signed module that needs changes (one that needs none is left as it is)
@@ -66,7 +67,7 @@ pub struct Cli {
     /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
     #[arg(long)]
     pub tree: bool,
-    /// Worker threads, at least 1 [default: $`RPM_BUILD_NCPUS`, else the available CPUs]
+    /// Worker threads, at least 1 [default: $RPM_BUILD_NCPUS, else the available CPUs]
     #[arg(short, long, value_name = "N", value_parser = jobs)]
     pub jobs: Option<usize>,
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! A module file on disk: read or mapped, locked, and written back in
 //! place, atomically, or to `-o`; compressed modules are unpacked and
 //! packed again around the same analysis.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! zero-weak-mcount: zero the ftrace callsite entries of overridden weak
 //! functions in Linux kernel modules, at build time, as `scripts/sorttable`
 //! does for vmlinux, so the kernel never builds records for them.

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use zero_weak_mcount::cli::{Cli, NAME};
 use zero_weak_mcount::arch::Overrides;
+use zero_weak_mcount::cli::{Cli, NAME};
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{self, LeftAlone, Options, Outcome};
 use zero_weak_mcount::walk;

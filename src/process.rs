@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! One module's bytes, start to end: read, decide, plan. Writing them is
 //! [`crate::file`]'s job, and happens only after the plan is complete.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The binary on real files: the bundled module built by Kbuild, exit
 //! codes, --check, --output, signatures and bad input.
 
@@ -301,7 +302,8 @@ fn fatal_warnings_covers_a_compressed_module_left_alone() {
     let out = tool(&["--fatal-warnings", s(&ko)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("error: warning treated as an error (--fatal-warnings): gzip-compressed module left unchanged"),
+        stderr(&out)
+            .contains("error: warning treated as an error (--fatal-warnings): gzip-compressed module left unchanged"),
         "{}",
         stderr(&out)
     );

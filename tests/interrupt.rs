@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Interruption: `--atomic` runs killed with SIGKILL at seeded random
 //! moments, many times over, while they process many modules (the bundled
 //! one and large synthetic ones). After every kill each module must be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The `mcount=` modinfo tag: flipped to `zeroed:<callsites>:<symbols>`
 //! only when the run proves the module clean, back to `unchecked` when a
 //! run finds doubt, never otherwise; and the flipped file reads the same in

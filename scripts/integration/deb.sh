@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # deb: scripts/dh_zero_weak_mcount in a real dpkg-buildpackage run.
 # The package (scripts/integration/deb/debian) builds testdata/zwm_test
 # against the host's (unhooked) headers, installs it into

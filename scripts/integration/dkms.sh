@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # DKMS: Debian's dkms adds, builds and installs testdata/zwm_test as a DKMS
 # package against the hooked headers copy (from kbuild.sh).  DKMS then
 # strips (strip -g), signs (sign-file with a MOK key) and installs it; the

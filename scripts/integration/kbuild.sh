@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Kbuild hook, real build: install the hook into a private copy of Debian's
 # linux-headers-KVER (arch tree + -common + linux-kbuild, as installed), then
 # build testdata/zwm_test out of tree with `make -C <headers> M=<dir>` and

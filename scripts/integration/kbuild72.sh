@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Kbuild hook with Linux 7.2's real Kbuild files (Debian sid
 # linux-kbuild-7.2.*, linux-headers-7.2.*-common/-amd64).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Shared helpers for the integration tests (sourced, bash).
 #
 # Environment set by scripts/integration-test.sh (each test script can also be
