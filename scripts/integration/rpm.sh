@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # rpm: scripts/brp-zero-weak-mcount + scripts/macros.zero-weak-mcount.
 #   1. the brp conventions, on a fake buildroot;
 #   2. a real rpmbuild of zwm-test-kmod.spec (Fedora kernel.spec shape: the
@@ -70,7 +71,7 @@ mkbr
 xz --check=crc32 -k "$br/lib/modules/$ZWM_KVER/extra/a.ko"
 rc=0; RPM_BUILD_ROOT=$br "$brp" /bin/false 2>"$W/brp-fail.err" || rc=$?
 [ "$rc" != 0 ] || fail "a failing tool did not make the brp fail"
-grep -q 'compressed module not processed' "$W/brp-fail.err" || fail "no warning about the .ko.xz"
+grep -q 'compressed module left unchanged' "$W/brp-fail.err" || fail "no warning about the .ko.xz"
 show "$W/brp-fail.err" "stderr: "
 ok "a failing tool makes the brp exit $rc; a .ko.xz in the buildroot is reported as not processed"
 
