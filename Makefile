@@ -25,6 +25,8 @@ CARGO_FLAGS ?=
 INSTALL ?= install
 POD2MAN ?= pod2man
 DOCS := target/docs
+# Where cargo puts the binary: CARGO_TARGET_DIR, as cargo itself reads it.
+BIN := $(or $(CARGO_TARGET_DIR),target)/release/zero-weak-mcount
 
 all: build docs
 
@@ -40,18 +42,18 @@ docs: build
 	$(POD2MAN) --section=8 --center="zero-weak-mcount" --release="zero-weak-mcount $(version)" \
 		--name=INSTALL-KBUILD-HOOK docs/install-kbuild-hook.pod $(DOCS)/install-kbuild-hook.8
 
-version = $(shell target/release/zero-weak-mcount --version 2>/dev/null | cut -d' ' -f2)
+version = $(shell $(BIN) --version 2>/dev/null | cut -d' ' -f2)
 
 # Installs what `all` built; it builds nothing, so that `sudo make install`
 # after `make` leaves no root-owned files in target/.
 install:
-	test -x target/release/zero-weak-mcount && test -f $(DOCS)/zero-weak-mcount.1 || \
+	test -x $(BIN) && test -f $(DOCS)/zero-weak-mcount.1 || \
 		{ echo "make install: run make first" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/zero-weak-mcount \
 		$(DESTDIR)$(RPMCONFIGDIR) $(DESTDIR)$(RPMMACRODIR) $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
-	$(INSTALL) -m 0755 target/release/zero-weak-mcount $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 scripts/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
 	$(INSTALL) -m 0644 Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
 	$(INSTALL) -m 0755 scripts/brp-zero-weak-mcount $(DESTDIR)$(RPMCONFIGDIR)/
@@ -77,7 +79,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(DATADIR)/zero-weak-mcount
 
 demo: build
-	target/release/zero-weak-mcount -v -o target/zwm_test.ko testdata/zwm_test.ko
+	$(BIN) -v -o target/zwm_test.ko testdata/zwm_test.ko
 
 test:
 	cargo test
