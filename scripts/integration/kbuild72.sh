@@ -12,12 +12,12 @@
 # module.lds), the hook and the tool are real; the compile steps are not
 # rerun (make -o), and BTF is off (gen-btf.sh needs 7.2's pahole).
 #
-# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK (see lib.sh).
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see lib.sh).
 suite=kbuild72
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_cmd make gcc-12 ld readelf
 
-hook=$ZWM_REPO/scripts/install-kbuild-hook
+hook=$ZWM_ROOT/usr/sbin/install-kbuild-hook
 fetch=$ZWM_REPO/scripts/fetch-debian-kernel.sh
 W=$ZWM_WORK/kbuild72
 rm -rf "$W"
