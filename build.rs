@@ -20,12 +20,19 @@ fn main() {
         println!("cargo:rerun-if-changed={input}");
     }
     let hash = format!("{:016x}", sources_hash(&root));
-    let id = match git_describe(&root) {
-        Some(d) if d.ends_with("-dirty") => format!("git {d}, sources {hash}"),
-        Some(d) => format!("git {d}"),
-        None => format!("sources {hash}"),
+    let id = match git_describe(&root).map(|d| shell_safe(&d)) {
+        Some(d) if d.ends_with("-dirty") => format!("git:{d} sources:{hash}"),
+        Some(d) => format!("git:{d}"),
+        None => format!("sources:{hash}"),
     };
     println!("cargo:rustc-env=ZWM_BUILD_ID={id}");
+}
+
+/// The Kbuild hook puts the `--version` line into a recorded shell command
+/// (`: zero-weak-mcount TOOL VERSION FLAGS`), unquoted, so it must hold no
+/// shell or make metacharacter: a tag name could.
+fn shell_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || "._+-".contains(c) { c } else { '_' }).collect()
 }
 
 /// `git describe`, and the files whose change must rerun this script: the

@@ -15,8 +15,9 @@ pub const NAME: &str = "zero-weak-mcount";
 
 /// The crate version and the build identity from build.rs: a `git
 /// describe` of the sources, or a hash of them outside git. The Kbuild hook
-/// records this line, so a rebuilt tool reprocesses every module.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ZWM_BUILD_ID"), ")");
+/// records this line in a shell command, so a rebuilt tool reprocesses every
+/// module; build.rs keeps it free of shell metacharacters.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " ", env!("ZWM_BUILD_ID"));
 
 /// Zero the ftrace callsite entries of overridden weak functions in Linux
 /// kernel modules, so the kernel never builds records for them.

@@ -353,8 +353,12 @@ fn usage_errors_carry_the_program_name_like_every_other_message() {
     let out = tool(&["--version"]);
     assert!(out.status.success());
     let version = String::from_utf8_lossy(&out.stdout);
-    assert!(version.starts_with(concat!("zero-weak-mcount ", env!("CARGO_PKG_VERSION"), " (")), "{version}");
-    assert!(version.contains("git ") || version.contains("sources "), "no build identity: {version}");
+    assert!(version.starts_with(concat!("zero-weak-mcount ", env!("CARGO_PKG_VERSION"), " ")), "{version}");
+    assert!(version.contains(" git:") || version.contains(" sources:"), "no build identity: {version}");
+    // Makefile.snippet records the line unquoted in a shell command.
+    let unsafe_chars: Vec<char> =
+        version.trim_end().chars().filter(|c| !c.is_ascii_alphanumeric() && !" ._+:-".contains(*c)).collect();
+    assert!(unsafe_chars.is_empty(), "shell metacharacters {unsafe_chars:?} in {version}");
 }
 
 /// The progress line on a terminal (a pty from `script`): the count only
