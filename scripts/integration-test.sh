@@ -14,8 +14,9 @@
 # DESTDIR=` lays out the same files.  Every suite then uses the INSTALLED
 # files: the binary, install-kbuild-hook and its snippet, dh_zero_weak_mcount
 # with its sequence add-on (deb), brp-zero-weak-mcount and the macros (rpm).
-# Cargo's target directories for the two package builds are kept in
-# target/pkg-deb and target/pkg-rpm, so a rerun only recompiles the crate.
+# The package builds happen in target/pkg-build, with cargo's target
+# directories in target/pkg-deb and target/pkg-rpm, so that a rerun only
+# recompiles what changed.
 #
 #   --kver KVER   Debian kernel release whose linux-headers to build against.
 #                 Default: testdata/zwm_test.kver (a bookworm 6.1 amd64 kernel).
@@ -113,8 +114,11 @@ trap cleanup EXIT
 # --- the tool's packages, built and installed ---------------------------------------------
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)
 [ -n "$version" ] || die "no version in Cargo.toml"
-pkgdir=$work/pkg
+# Under target/ at a fixed path: cargo's fingerprints include the source
+# path, so a rerun in the same place recompiles only what changed.
+pkgdir=$repo/target/pkg-build
 src=$pkgdir/zero-weak-mcount-$version
+rm -rf "$src" "$pkgdir"/zero-weak-mcount[_-]* "$pkgdir/rpmtop/RPMS" "$pkgdir/rpmtop/SOURCES"
 mkdir -p "$src"
 # The files git knows (tracked, or new and not ignored): what a release
 # tarball of this tree would hold.
@@ -150,7 +154,7 @@ mkdir -p "$rroot"
 rpm --root "$rroot" --initdb || die "rpm --initdb in $rroot failed"
 rpm --root "$rroot" --nodeps -i "$rpmfile" >"$pkgdir/rpm-i.log" 2>&1 ||
 	{ cat "$pkgdir/rpm-i.log" >&2; die "rpm --root -i $(basename "$rpmfile") failed"; }
-rpm --root "$rroot" -V zero-weak-mcount >"$pkgdir/rpm-V.log" 2>&1 ||
+rpm --root "$rroot" -V --nodeps zero-weak-mcount >"$pkgdir/rpm-V.log" 2>&1 ||
 	{ cat "$pkgdir/rpm-V.log" >&2; die "rpm -V of the installed package is not clean"; }
 
 # make install DESTDIR=, from the tree the .deb was built in, and the man
