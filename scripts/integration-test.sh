@@ -178,6 +178,9 @@ for page in "$mi"/usr/share/man/man*/*; do
 	[ ! -s "$pkgdir/man.err" ] || { cat "$pkgdir/man.err" >&2; die "man -l $page: warnings"; }
 	grep -q 'NAME' "$pkgdir/man.out" || die "man -l $page: no NAME section"
 done
+make -C "$src" uninstall DESTDIR="$mi" PREFIX=/usr >>"$pkgdir/make-install.log" 2>&1 || die "make uninstall failed"
+left=$(find "$mi" -type f)
+[ -z "$left" ] || die "make uninstall left: $left"
 [ -e "$droot/usr/share/zsh/vendor-completions/_zero-weak-mcount" ] || die "the .deb lacks the zsh completion"
 [ -e "$droot/usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm" ] || die "the .deb lacks the dh add-on"
 
@@ -185,7 +188,7 @@ tool=$droot/usr/bin/zero-weak-mcount
 "$tool" --version >/dev/null 2>&1 || die "$tool --version fails"
 [ "$("$tool" --version)" = "$("$rroot/usr/bin/zero-weak-mcount" --version)" ] ||
 	die "the .deb and the .rpm report different builds: $("$tool" --version) / $("$rroot/usr/bin/zero-weak-mcount" --version)"
-log "package: installed .deb (dpkg --verify clean) and .rpm (rpm -V clean), make install: $(find "$mi" -type f | wc -l) files; man -l renders every page"
+log "package: installed .deb (dpkg --verify clean) and .rpm (rpm -V clean), make install: 13 files (man -l renders every page), make uninstall removes them"
 log "tool: $tool ($("$tool" --version))"
 
 export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work ZWM_ROOT=$droot ZWM_RPM_ROOT=$rroot ZWM_DEB=$deb
