@@ -120,7 +120,7 @@ fn every_source_and_script_has_an_spdx_line() {
     let mut checked = 0;
     for name in String::from_utf8(out.stdout).unwrap().split('\0').filter(|n| !n.is_empty()) {
         let data = ["kernel/", "testdata/", "docs/"].iter().any(|d| name.starts_with(d))
-            || [".md", ".svg", ".lock", ".toml", ".patch", ".gitignore", "changelog", "format", "COPYING"]
+            || [".md", ".svg", ".lock", ".toml", ".patch", ".gitignore", "changelog", "format", "copyright", "COPYING"]
                 .iter()
                 .any(|s| name.ends_with(s));
         if data || PENDING_MERGE.contains(&name) {
