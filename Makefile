@@ -44,11 +44,9 @@ docs: build
 
 version = $(shell $(BIN) --version 2>/dev/null | cut -d' ' -f2)
 
-# Installs what `all` built; it builds nothing, so that `sudo make install`
-# after `make` leaves no root-owned files in target/.
-install:
-	test -x $(BIN) && test -f $(DOCS)/zero-weak-mcount.1 || \
-		{ echo "make install: run make first" >&2; exit 1; }
+# Depends on all, so that `make install` works from a fresh clone; after
+# `make`, cargo and pod2man have nothing left to do.
+install: all
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/zero-weak-mcount \
 		$(DESTDIR)$(RPMCONFIGDIR) $(DESTDIR)$(RPMMACRODIR) $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
