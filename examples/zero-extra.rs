@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! A deliberately broken tool, for the end-to-end test's negative control:
 //! it zeroes what zero-weak-mcount zeroes plus the first VALID entry. A
 //! test that cannot tell this from the real tool proves nothing.

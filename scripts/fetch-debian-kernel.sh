@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # fetch-debian-kernel.sh SUITE DEBARCH [PKG...]
 #
 # Fetch the newest Debian kernel (image + modules) that SUITE offers for

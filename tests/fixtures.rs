@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Every supported arch, on synthetic modules: exactly the weak entries
 //! go, nothing else changes, and a second run is a no-op.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The `mcount=` modinfo tag: flipped to `zeroed:<callsites>:<symbols>`
 //! only when the run proves the module clean, back to `unchecked` when a
 //! run finds doubt, never otherwise; and the flipped file reads the same in
@@ -231,8 +232,11 @@ fn marking_follows_the_signature_policy() {
     let data = signed(&plain);
     let refused = analyze(&data, &with_config()).unwrap_err().to_string();
     assert!(refused.contains("signed"), "{refused}");
-    let check = analyze(&data, &Options { check: true, ..with_config() }).unwrap();
-    assert!(matches!(check.outcome, Outcome::Changed { marked: true, .. }), "{:?}", check.outcome);
+    // --check predicts the real run: the tag write alone makes it refuse.
+    let check = analyze(&data, &Options { check: true, ..with_config() }).unwrap_err().to_string();
+    assert_eq!(check, refused);
+    let check = analyze(&data, &Options { check: true, signed: SignedPolicy::Strip, ..with_config() }).unwrap();
+    assert!(matches!(check.outcome, Outcome::Changed { marked: true, stripped: true, .. }), "{:?}", check.outcome);
     let (stripped, a) = run(&data, &Options { signed: SignedPolicy::Strip, ..with_config() });
     assert!(matches!(a.outcome, Outcome::Changed { marked: true, stripped: true, .. }), "{:?}", a.outcome);
     assert_eq!(stripped, run(&plain, &with_config()).0);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Shared pieces of the benchmark binaries.
 //!
 //! `tool_*` run, with the library's public API, the phases of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Synthetic kernel modules written with `object::write`, and an independent
 //! reader (object's generic `read` API, not our ELF layer) to check results.
 #![allow(dead_code)]
