@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # e2e.sh — prove zero-weak-mcount in real kernels (see docs/e2e.md).
 #
 # Usage: scripts/e2e.sh [--cases LIST] [--negative] [--no-negative]

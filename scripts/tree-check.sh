@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # tree-check.sh — run `zero-weak-mcount --check -v` over whole Debian module
 # trees, with and without the package's own --kconfig, and compare the two
 # runs module by module (see docs/trees.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The per-arch rules: which callsite table the kernel reads, how it turns a
 //! recorded location into a record's ip (`ftrace_call_adjust()`), and how far
 //! past a symbol a valid record may lie (`FTRACE_MCOUNT_MAX_OFFSET`).

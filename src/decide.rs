@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The weak-entry decision, as a pure function over plain data.
 //!
 //! The kernel (`test_for_valid_rec()`, 7.2) keeps a record when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The ELF view of a kernel module: just the parts the kernel's ftrace and
 //! module loader look at, read with the `object` crate's endian-generic
 //! `read::elf` traits and handed on as plain data.

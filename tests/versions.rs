@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The rules follow the kernel release, down to the stable patch level:
 //! powerpc's table, section, adjust and zero-first order changed across
 //! 6.2, 6.6, 6.13 and 6.15, and two stable lines took the order fix late.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # boot.sh — boot a kernel under QEMU (TCG, one vCPU) with a minimal initramfs
 # that loads the given modules in order and reports what ftrace made of them.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Helpers for scripts/tree-check.sh (see docs/trees.md).
 
 Subcommands:
