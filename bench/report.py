@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Render scripts/bench.sh results (hyperfine JSON, TSV) as one table of ratios.
 
 usage: report.py RESULTS_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! A deliberately broken tool, for the end-to-end test's negative control:
 //! it zeroes what zero-weak-mcount zeroes plus the first VALID entry. A
 //! test that cannot tell this from the real tool proves nothing. It runs
@@ -20,13 +21,13 @@ fn main() {
     };
     let data = std::fs::read(input).unwrap();
     let info = elf::parse_info(&data).unwrap();
-    let Scope::Act(rule) = arch::rule_for(&info, None, &Overrides::default()).unwrap() else {
+    let Scope::Act(rule) = arch::rule_for(&data, &info, None, &Overrides::default()).unwrap() else {
         panic!("the kernel does not check this module");
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
-    let x = elf::extract(&data, &info, callsite, rule.shape).unwrap().table().expect("no callsite relocations");
+    let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().expect("no callsite relocations");
     let symbols = SymbolIndex::new(&x.symbols, x.strings);
-    let layout = Layout::new(&info.sections, &symbols, |n| rule.region(n));
+    let layout = Layout::for_rule(&info.sections, &symbols, &rule);
     let mut extra = None;
     let decisions = decide::all(&data, &info, &rule, &x.callsite.entries, &symbols, &layout, |i, _, verdict| {
         if extra.is_none() && *verdict == Verdict::Valid {

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # scripts/bench.sh: the performance benchmark (`make bench`), issue 5.
 #
 # Measures zero-weak-mcount side by side with its baselines, on the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Build the zwm_test kernel module (testdata/zwm_test/) against Debian
 # bookworm's linux-headers-KVER and copy zwm_test.ko to an output folder.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # fetch-debian-kernel.sh SUITE DEBARCH [PKG...]
 #
 # Fetch the newest Debian kernel (image + modules) that SUITE offers for
@@ -6,9 +7,8 @@
 # (dpkg -x) into one extraction root.  The machine's apt configuration is not
 # touched: a private sources list, state and cache live under the cache folder.
 #
-#   SUITE    bookworm | trixie | sid   (bookworm and trixie include their
-#                                       -security suite)
-#   DEBARCH  amd64 | ppc64el | arm64 | armhf | riscv64 | s390x | loong64 | i386
+#   SUITE    bookworm | trixie | sid   (a release includes its -security suite)
+#   DEBARCH  amd64 | ppc64el | i386 | arm64 | armhf | riscv64 | s390x | loong64
 #   PKG...   extra packages to unpack into the same root (e.g. busybox-static)
 #
 # stdout:  the extraction root (holds boot/, lib/modules/KVER/ or
@@ -21,7 +21,9 @@
 #                        seconds (default 86400); 0 = always refresh
 #   ZWM_OFFLINE=1        never refresh the lists (use what is cached)
 #   ZWM_DEBIAN_MIRROR    default http://deb.debian.org/debian
-#   ZWM_DEBIAN_SECURITY  default http://deb.debian.org/debian-security
+#   ZWM_DEBIAN_SECURITY  default http://deb.debian.org/debian-security; "none"
+#                        leaves the -security suite out (its index can name a
+#                        build that is not on the mirror yet for one arch)
 #   ZWM_KEYRING          default /usr/share/keyrings/debian-archive-keyring.gpg
 #   ZWM_FLAVOUR          kernel flavour (default from DEBARCH: amd64, powerpc64le)
 #
@@ -54,12 +56,12 @@ case "$DEBARCH" in
     amd64)   FLAVOUR=amd64;;
     ppc64el) FLAVOUR=powerpc64le;;
     arm64)   FLAVOUR=arm64;;
+    i386)    FLAVOUR=686;;
     armhf)   FLAVOUR=armmp;;
     riscv64) FLAVOUR=riscv64;;
     s390x)   FLAVOUR=s390x;;
     loong64) FLAVOUR=loong64;;
-    i386)    FLAVOUR=686;;
-    *) die "unsupported architecture '$DEBARCH' (amd64|ppc64el|arm64|armhf|riscv64|s390x|loong64|i386)";;
+    *) die "unsupported architecture '$DEBARCH' (amd64|ppc64el|i386|arm64|armhf|riscv64|s390x|loong64)";;
 esac
 FLAVOUR=${ZWM_FLAVOUR:-$FLAVOUR}
 [ -r "$KEYRING" ] || die "keyring $KEYRING not readable (apt-get install debian-archive-keyring)"
@@ -82,7 +84,8 @@ SRC=$APTDIR/etc/sources.list
     case "$SUITE" in
         bookworm|trixie)
             echo "deb [signed-by=$KEYRING] $MIRROR $SUITE main"
-            echo "deb [signed-by=$KEYRING] $SECURITY $SUITE-security main";;
+            [ "$SECURITY" = none ] ||
+                echo "deb [signed-by=$KEYRING] $SECURITY $SUITE-security main";;
         sid)
             echo "deb [signed-by=$KEYRING] $MIRROR sid main";;
     esac
@@ -168,6 +171,21 @@ deps_of() {  # direct Depends (first alternative only) of the candidate of $1
 }
 IMAGE=$(deps_of "$META" | grep -E '^linux-image-' | head -n1 || true)
 [ -n "$IMAGE" ] || die "cannot resolve $META in $SUITE/$DEBARCH (no candidate or no linux-image-* dependency)"
+# An index can name a build that the mirror does not carry (yet) for this
+# arch: then fall back to the newest older build of the flavour that it has.
+fetchable() {
+    local file
+    file=$(apt-get "${APT_OPTS[@]}" download --print-uris "$1" 2>/dev/null | awk 'NR==1{print $2}')
+    [ -n "$file" ] || return 1
+    [ -f "$DEBS/$file" ] || (cd "$DEBS" && apt-get "${APT_OPTS[@]}" download "$1" >&2)
+}
+if ! fetchable "$IMAGE"; then
+    log "warning: $IMAGE is listed but cannot be downloaded; trying older builds"
+    IMAGE=$(apt-cache "${APT_OPTS[@]}" search --names-only "^linux-image-[0-9].*-$FLAVOUR(-unsigned)?\$" 2>/dev/null |
+        awk '{print $1}' | grep -vxF "$IMAGE" | sort -rV |
+        while read -r p; do fetchable "$p" && { echo "$p"; break; }; done)
+    [ -n "$IMAGE" ] || die "no linux-image-*-$FLAVOUR in $SUITE/$DEBARCH can be downloaded"
+fi
 ABI=${IMAGE#linux-image-}
 ABI=${ABI%-unsigned}
 log "$META -> $IMAGE"

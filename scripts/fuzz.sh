@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # Run the cargo-fuzz targets (fuzz/) for SECONDS each (default 60).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: analyze apply

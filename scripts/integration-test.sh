@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # integration-test.sh: the real integration tests of zero-weak-mcount's build
-# hooks (Kbuild, DKMS, rpm, deb), against Debian's installed kernel headers.
+# hooks (Kbuild, DKMS, rpm, deb), against Debian's installed kernel headers,
+# run with the tool as its own packages install it.
 #
-# Usage: scripts/integration-test.sh [--kver KVER] [--tool PATH] [--only LIST]
+# Usage: scripts/integration-test.sh [--kver KVER] [--only LIST]
 #                                    [--keep] [--no-install]
+#
+# First the tool's own packages: a copy of the tree (as a tarball would
+# hold it: no .git) goes through `dpkg-buildpackage -us -uc -b` and
+# `rpmbuild -bb`; the .deb is installed with `dpkg --root` into a scratch
+# root and the .rpm with `rpm --root` into another, and `make install
+# DESTDIR=` lays out the same files.  Every suite then uses the INSTALLED
+# files: the binary, install-kbuild-hook and its snippet, dh_zero_weak_mcount
+# with its sequence add-on (deb), brp-zero-weak-mcount and the macros (rpm).
+# The package builds happen in target/pkg-build, with cargo's target
+# directories in target/pkg-deb and target/pkg-rpm, so that a rerun only
+# recompiles what changed.
 #
 #   --kver KVER   Debian kernel release whose linux-headers to build against.
 #                 Default: testdata/zwm_test.kver (a bookworm 6.1 amd64 kernel).
-#   --tool PATH   the zero-weak-mcount binary.  Default: target/release/
-#                 zero-weak-mcount, built with `cargo build --release` first.
-#   --only LIST   comma-separated subset of: kbuild,kbuild72,dkms,rpm,deb
+#   --only LIST   comma-separated subset of: kbuild,kbuild72,divert,dkms,rpm,deb
 #                 (default: all; dkms needs kbuild's hooked headers and runs
 #                 it first if it is not selected).
 #   --keep        keep the scratch folder (printed at the end).
@@ -36,16 +47,13 @@ repo=$(dirname "$here")
 PROG=integration REPO=$repo
 . "$here/lib.sh"
 kver=""
-tool=""
-only="kbuild,kbuild72,dkms,rpm,deb"
+only="kbuild,kbuild72,divert,dkms,rpm,deb"
 keep=0
 install=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kver) kver=${2:?--kver needs a value}; shift ;;
 	--kver=*) kver=${1#--kver=} ;;
-	--tool) tool=${2:?--tool needs a value}; shift ;;
-	--tool=*) tool=${1#--tool=} ;;
 	--only) only=${2:?--only needs a value}; shift ;;
 	--only=*) only=${1#--only=} ;;
 	--keep) keep=1 ;;
@@ -56,7 +64,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 for s in ${only//,/ }; do
-	case "$s" in kbuild|kbuild72|dkms|rpm|deb) ;; *) die "--only: unknown suite '$s'" ;; esac
+	case "$s" in kbuild|kbuild72|divert|dkms|rpm|deb) ;; *) die "--only: unknown suite '$s'" ;; esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 start=$(date +%s)
@@ -76,6 +84,10 @@ need cpio cpio
 need file file
 need openssl openssl
 need modinfo kmod
+# the tool's own packages
+need dpkg-buildpackage dpkg-dev; need dh debhelper; need fakeroot fakeroot; need pod2man perl
+need rpmbuild rpm; need rpm2cpio rpm2cpio; need git git; need man man-db
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust >= 1.89 with rustup (README, Building)"
 need "/usr/src/linux-headers-$kver/Makefile" "linux-headers-$kver"
 if want dkms; then need dkms dkms; fi
 if want rpm; then need rpmbuild rpm; need rpm2cpio rpm2cpio; fi
@@ -87,11 +99,7 @@ if [ ${#MISSING[@]} -gt 0 ] && [ "$install" != 1 ]; then
 fi
 install_packages "${MISSING[@]}"
 
-tool=$(find_tool "$tool") || exit 1
-"$tool" --version >/dev/null 2>&1 || die "$tool --version fails"
-log "tool: $tool ($("$tool" --version))"
-
-# --- scratch, headers copy ------------------------------------------------------
+# --- scratch --------------------------------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/zwm-integration.XXXXXX")
 cleanup() {
 	local rc=$?
@@ -102,7 +110,88 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work
+
+# --- the tool's packages, built and installed ---------------------------------------------
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)
+[ -n "$version" ] || die "no version in Cargo.toml"
+# Under target/ at a fixed path: cargo's fingerprints include the source
+# path, so a rerun in the same place recompiles only what changed.
+pkgdir=$repo/target/pkg-build
+src=$pkgdir/zero-weak-mcount-$version
+rm -rf "$src" "$pkgdir"/zero-weak-mcount[_-]* "$pkgdir/rpmtop/RPMS" "$pkgdir/rpmtop/SOURCES"
+mkdir -p "$src"
+# The files git knows (tracked, or new and not ignored): what a release
+# tarball of this tree would hold.
+(cd "$repo" && git ls-files -z -co --exclude-standard | cpio -0 -pdm --quiet "$src") || die "copying the tree failed"
+mkdir -p "$pkgdir/rpmtop/SOURCES"
+tar -C "$pkgdir" -czf "$pkgdir/rpmtop/SOURCES/zero-weak-mcount-$version.tar.gz" "zero-weak-mcount-$version"
+t0=$(date +%s)
+(cd "$src" && CARGO_TARGET_DIR=$repo/target/pkg-deb dpkg-buildpackage -us -uc -b) >"$pkgdir/deb.log" 2>&1 ||
+	{ tail -n 30 "$pkgdir/deb.log" >&2; die "dpkg-buildpackage -us -uc -b failed (log: $pkgdir/deb.log)"; }
+deb=$pkgdir/zero-weak-mcount_${version}_amd64.deb
+[ -f "$deb" ] || die "dpkg-buildpackage made no $deb"
+log "package: dpkg-buildpackage -us -uc -b: $(basename "$deb") in $(($(date +%s) - t0)) s"
+t0=$(date +%s)
+CARGO_TARGET_DIR=$repo/target/pkg-rpm rpmbuild -bb --nodeps --define "_topdir $pkgdir/rpmtop" \
+	"$src/zero-weak-mcount.spec" >"$pkgdir/rpm.log" 2>&1 ||
+	{ tail -n 30 "$pkgdir/rpm.log" >&2; die "rpmbuild -bb zero-weak-mcount.spec failed (log: $pkgdir/rpm.log)"; }
+rpmfile=$(find "$pkgdir/rpmtop/RPMS" -name "zero-weak-mcount-$version-*.rpm" -print -quit)
+[ -n "$rpmfile" ] || die "rpmbuild made no zero-weak-mcount-$version-*.rpm"
+log "package: rpmbuild -bb: $(basename "$rpmfile") in $(($(date +%s) - t0)) s"
+
+# Installed for real, each into its own scratch root with its own package
+# database (the host's is not touched). --force-depends: the scratch root
+# has no libc6 package; the binary runs with the host's.
+droot=$work/deb-root
+mkdir -p "$droot/var/lib/dpkg/info" "$droot/var/lib/dpkg/updates" "$droot/var/log"
+touch "$droot/var/lib/dpkg/status" "$droot/var/lib/dpkg/available"
+dpkg --root="$droot" --force-depends -i "$deb" >"$pkgdir/dpkg-i.log" 2>&1 ||
+	{ cat "$pkgdir/dpkg-i.log" >&2; die "dpkg --root -i $(basename "$deb") failed"; }
+dpkg --root="$droot" --verify zero-weak-mcount >"$pkgdir/verify.log" 2>&1 && [ ! -s "$pkgdir/verify.log" ] ||
+	{ cat "$pkgdir/verify.log" >&2; die "dpkg --verify of the installed package is not clean"; }
+rroot=$work/rpm-root
+mkdir -p "$rroot"
+rpm --root "$rroot" --initdb || die "rpm --initdb in $rroot failed"
+rpm --root "$rroot" --nodeps -i "$rpmfile" >"$pkgdir/rpm-i.log" 2>&1 ||
+	{ cat "$pkgdir/rpm-i.log" >&2; die "rpm --root -i $(basename "$rpmfile") failed"; }
+rpm --root "$rroot" -V --nodeps zero-weak-mcount >"$pkgdir/rpm-V.log" 2>&1 ||
+	{ cat "$pkgdir/rpm-V.log" >&2; die "rpm -V of the installed package is not clean"; }
+
+# make install DESTDIR=, from the tree the .deb was built in, and the man
+# pages render.
+mi=$work/make-install
+make -C "$src" install DESTDIR="$mi" PREFIX=/usr CARGO_TARGET_DIR="$repo/target/pkg-deb" >"$pkgdir/make-install.log" 2>&1 ||
+	{ cat "$pkgdir/make-install.log" >&2; die "make install DESTDIR=$mi PREFIX=/usr failed"; }
+for f in usr/bin/zero-weak-mcount usr/sbin/install-kbuild-hook usr/share/zero-weak-mcount/Makefile.snippet \
+	usr/lib/rpm/brp-zero-weak-mcount usr/lib/rpm/macros.d/macros.zero-weak-mcount usr/bin/dh_zero_weak_mcount \
+	usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm usr/share/man/man1/zero-weak-mcount.1 \
+	usr/share/man/man1/dh_zero_weak_mcount.1 usr/share/man/man8/install-kbuild-hook.8 \
+	usr/share/bash-completion/completions/zero-weak-mcount usr/share/zsh/site-functions/_zero-weak-mcount \
+	usr/share/fish/vendor_completions.d/zero-weak-mcount.fish; do
+	[ -f "$mi/$f" ] || die "make install did not install /$f"
+	# every file of make install is in both packages (man pages compressed in the .deb)
+	[ -e "$droot/$f" ] || [ -e "$droot/$f.gz" ] || [ "$f" = usr/share/zsh/site-functions/_zero-weak-mcount ] ||
+		[ "$f" = usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm ] || die "the .deb lacks /$f"
+done
+for page in "$mi"/usr/share/man/man*/*; do
+	MANWIDTH=80 man -l "$page" >"$pkgdir/man.out" 2>"$pkgdir/man.err" || die "man -l $page failed"
+	[ ! -s "$pkgdir/man.err" ] || { cat "$pkgdir/man.err" >&2; die "man -l $page: warnings"; }
+	grep -q 'NAME' "$pkgdir/man.out" || die "man -l $page: no NAME section"
+done
+make -C "$src" uninstall DESTDIR="$mi" PREFIX=/usr >>"$pkgdir/make-install.log" 2>&1 || die "make uninstall failed"
+left=$(find "$mi" -type f)
+[ -z "$left" ] || die "make uninstall left: $left"
+[ -e "$droot/usr/share/zsh/vendor-completions/_zero-weak-mcount" ] || die "the .deb lacks the zsh completion"
+[ -e "$droot/usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm" ] || die "the .deb lacks the dh add-on"
+
+tool=$droot/usr/bin/zero-weak-mcount
+"$tool" --version >/dev/null 2>&1 || die "$tool --version fails"
+[ "$("$tool" --version)" = "$("$rroot/usr/bin/zero-weak-mcount" --version)" ] ||
+	die "the .deb and the .rpm report different builds: $("$tool" --version) / $("$rroot/usr/bin/zero-weak-mcount" --version)"
+log "package: installed .deb (dpkg --verify clean) and .rpm (rpm -V clean), make install: 13 files (man -l renders every page), make uninstall removes them"
+log "tool: $tool ($("$tool" --version))"
+
+export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work ZWM_ROOT=$droot ZWM_RPM_ROOT=$rroot ZWM_DEB=$deb
 log "KVER $kver, scratch $work"
 hdr=$(
 	suite=setup
@@ -138,6 +227,7 @@ if want kbuild || want dkms; then
 	[ "${#failed_names[@]}" = 0 ] && kbuild_ok=1
 fi
 if want kbuild72; then run_suite kbuild72; fi
+if want divert; then run_suite divert; fi
 if want dkms; then
 	if [ "$kbuild_ok" = 1 ]; then
 		run_suite dkms

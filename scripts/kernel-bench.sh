@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # kernel-bench.sh — module load cost on five kernels side by side.
 #
 #   scripts/kernel-bench.sh [--amdgpu] [--rounds N] [--loads N] [--sizes "N..."] [--work DIR]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # kernel-e2e.sh — prove the kernel half (kernel/*.patch) in real kernels.
 #
 #   scripts/kernel-e2e.sh [--quick] [--build-only] [--work DIR] [--rounds N] [--loads N]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # kernel-refresh.sh — regenerate kernel/*.patch after Makefile.snippet changed.
 #
 # The series adds the snippet to the kernel as

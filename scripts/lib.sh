@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # scripts/lib.sh: helpers shared by the top-level scripts (sourced, bash).
 #
 # Before sourcing, set PROG (the prefix of every message) and REPO (the

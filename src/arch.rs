@@ -1,6 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The per-arch rules: which callsite table the kernel reads, how it turns a
 //! recorded location into a record's ip (`ftrace_call_adjust()`), and how far
 //! past a symbol a valid record may lie (`FTRACE_MCOUNT_MAX_OFFSET`).
+//!
+//! The table, with the kernel file and function behind each row, is
+//! docs/rules.md.
 //!
 //! Only x86 and powerpc define `FTRACE_MCOUNT_MAX_OFFSET`
 //! (`arch/x86/include/asm/ftrace.h`, `arch/powerpc/include/asm/ftrace.h`).
@@ -28,7 +32,7 @@ use std::fmt;
 use object::elf;
 
 use crate::decide::Input;
-use crate::elf::{ElfInfo, Entry, RelocShape, Target};
+use crate::elf::{ElfInfo, Entry, Mapping, RelocShape, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 
@@ -159,16 +163,37 @@ impl fmt::Display for Release {
 /// stable line and the first release of it with the fix.
 pub static ZERO_SKIPPED_FIRST: &[Release] = &[release(6, 6, 144), release(6, 12, 95), release(6, 15, 0)];
 
+/// The newest release whose source the rows were checked against. A newer
+/// kernel gets the newest rows, because the rules have held unchanged from
+/// 6.15 through this release, but with a warning and without the `mcount=`
+/// tag, which needs a known rule: see docs/rules.md, "Newer kernels".
+pub const CHECKED_THROUGH: (u32, u32) = (7, 3);
+
 /// Whether a kernel skips a zero word before adjusting it. Elsewhere a zeroed
 /// entry is adjusted first, and if the adjust maps 0 to a non-zero ip the
 /// kernel builds a record there, fails to patch it and turns ftrace off.
 #[must_use]
 pub fn skips_zero_before_adjust(kernel: Release) -> bool {
-    let mainline = ZERO_SKIPPED_FIRST[ZERO_SKIPPED_FIRST.len() - 1];
+    in_fixed_line(kernel, ZERO_SKIPPED_FIRST)
+}
+
+/// The releases whose `find_kallsyms_symbol()` (kernel/module/kallsyms.c)
+/// bounds the search to the address's memory region (commit 0e9f090a4e9b):
+/// the earliest of each line known to have it; 7.3 is its mainline release.
+pub static REGION_BOUND_FIRST: &[Release] = &[release(6, 12, 117), release(7, 2, 13), release(7, 3, 0)];
+
+/// Before 6.13 each module memory region was a vmalloc area of its own, with
+/// a guard page after it, so the nearest symbol below an address was never in
+/// another region. 6.13 brought x86's shared cache of executable pages
+/// (`EXECMEM_ROX_CACHE`), which can place regions side by side.
+pub const REGIONS_MAY_TOUCH_SINCE: Release = release(6, 13, 0);
+
+/// Whether `kernel` has a fix whose first release on each stable line, and
+/// last on mainline, `firsts` lists in order.
+fn in_fixed_line(kernel: Release, firsts: &[Release]) -> bool {
+    let mainline = firsts[firsts.len() - 1];
     kernel >= mainline
-        || ZERO_SKIPPED_FIRST
-            .iter()
-            .any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
+        || firsts.iter().any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
 }
 
 /// The kind of check the kernel makes of each record.
@@ -208,14 +233,10 @@ pub struct Choice {
 /// What a family function sees.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
+    /// The module file, for what its code reveals.
+    pub image: &'a [u8],
     pub info: &'a ElfInfo,
     pub config: Option<&'a Kconfig>,
-}
-
-impl Ctx<'_> {
-    fn has(&self, section: &str) -> bool {
-        self.info.alloc_section(section).is_some()
-    }
 }
 
 /// The facts of one arch over one range of kernel releases.
@@ -284,9 +305,33 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::Ppc64,
         config_symbol: "PPC64",
+        since: release(6, 2, 0),
+        until: Some(release(6, 6, 0)),
+        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        shape: shape(true, elf::R_PPC64_ADDR64),
+        init_in_core: true,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc64_v6_2,
+    },
+    Row {
+        arch: Arch::Ppc64,
+        config_symbol: "PPC64",
+        since: release(6, 6, 0),
+        until: Some(release(6, 13, 0)),
+        older: "",
+        shape: shape(true, elf::R_PPC64_ADDR64),
+        init_in_core: true,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc64_v6_6,
+    },
+    Row {
+        arch: Arch::Ppc64,
+        config_symbol: "PPC64",
         since: release(6, 13, 0),
         until: None,
-        older: "predates the powerpc rules this tool models (6.13)",
+        older: "",
         shape: shape(true, elf::R_PPC64_ADDR64),
         init_in_core: true,
         table_needs_config: true,
@@ -296,9 +341,21 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::Ppc32,
         config_symbol: "PPC32",
+        since: release(6, 2, 0),
+        until: Some(release(6, 13, 0)),
+        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        shape: shape(true, elf::R_PPC_ADDR32),
+        init_in_core: false,
+        table_needs_config: true,
+        check: Check::MaxOffset,
+        choose: ppc32_v6_2,
+    },
+    Row {
+        arch: Arch::Ppc32,
+        config_symbol: "PPC32",
         since: release(6, 13, 0),
         until: None,
-        older: "predates the powerpc rules this tool models (6.13)",
+        older: "",
         shape: shape(true, elf::R_PPC_ADDR32),
         init_in_core: false,
         table_needs_config: true,
@@ -393,15 +450,117 @@ const CONTAINS_OLDER: &str = "predates 6.12, the oldest kernel whose source this
 fn x86_64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     let (max_offset, basis) = match cx.config {
         Some(c) => (if c.enabled("X86_KERNEL_IBT") { 4 } else { 0 }, "IBT from --kconfig"),
+        None if has_endbr64(cx) => (4, "IBT: endbr64 in the code"),
+        None if has_text(cx) => (0, "IBT off: no endbr64 in the code"),
         None => (4, "IBT assumed: no --kconfig"),
     };
     Ok(Choice { section: MCOUNT_LOC, max_offset, adjust: Adjust::Identity, basis })
+}
+
+/// `endbr64`. With `X86_KERNEL_IBT` the kernel builds with
+/// `-fcf-protection=branch` (arch/x86/Makefile), which puts one at the entry
+/// of every function that is global or has its address taken, so at least
+/// `init_module` or `cleanup_module` of any module with either; without it,
+/// with `-fcf-protection=none`, the compiler emits none. The bytes can also
+/// occur by chance inside other instructions; that only ever reads as IBT,
+/// whose larger offset keeps more.
+const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+
+fn has_endbr64(cx: Ctx<'_>) -> bool {
+    text_sections(cx).any(|code| code.windows(4).any(|w| w == ENDBR64))
+}
+
+/// Whether the module has the code whose entries would show `endbr64`: an
+/// init or exit routine is global, so a module with neither proves nothing.
+fn has_text(cx: Ctx<'_>) -> bool {
+    text_sections(cx).next().is_some()
+        && [".init.text", ".exit.text"].iter().any(|name| cx.info.alloc_section(name).is_some())
+}
+
+fn text_sections(cx: Ctx<'_>) -> impl Iterator<Item = &[u8]> {
+    cx.info.sections.iter().filter(|s| s.is_alloc_exec()).map(|s| s.bytes(cx.image)).filter(|b| !b.is_empty())
 }
 
 /// i386: IBT is x86_64-only, so `ENDBR_INSN_SIZE` is 0 on every config.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn i386(_: Ctx<'_>) -> Result<Choice, NoCheck> {
     Ok(Choice { section: MCOUNT_LOC, max_offset: 0, adjust: Adjust::Identity, basis: "i386" })
+}
+
+/// How a powerpc kernel makes its callsites. `MODULE_ARCH_VERMAGIC`
+/// (arch/powerpc/include/asm/vermagic.h) names the first two in every
+/// module's vermagic, so a module tells this even without a config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PpcBuild {
+    /// `-fpatchable-function-entry`: vermagic says `patchable-function-entry`.
+    Patchable,
+    /// `-pg -mprofile-kernel`: vermagic says `mprofile-kernel`.
+    Mprofile,
+    /// Plain `-pg`: neither word.
+    PlainPg,
+}
+
+impl PpcBuild {
+    fn of(cx: Ctx<'_>) -> (PpcBuild, &'static str) {
+        let build = |patchable: bool, mprofile: bool| {
+            if patchable {
+                PpcBuild::Patchable
+            } else if mprofile {
+                PpcBuild::Mprofile
+            } else {
+                PpcBuild::PlainPg
+            }
+        };
+        if let Some(c) = cx.config {
+            let b = build(c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"), c.enabled("MPROFILE_KERNEL"));
+            return (b, "from --kconfig");
+        }
+        let words = cx.info.vermagic.as_deref().unwrap_or_default();
+        let has = |word| words.split_whitespace().any(|w| w == word);
+        (build(has("patchable-function-entry"), has("mprofile-kernel")), "from vermagic")
+    }
+}
+
+/// ppc64 in 6.2-6.5: only `-mprofile-kernel` builds are checked, through
+/// `__mcount_loc`, and the adjust is the identity. The offset was 12 when
+/// it was introduced (commit 7af82ff90a2b) and 16 by 6.6; we take the
+/// larger, which can only keep more.
+fn ppc64_v6_2(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    ppc64_elfv2(cx)?;
+    match PpcBuild::of(cx) {
+        (PpcBuild::Mprofile, basis) => {
+            Ok(Choice { section: MCOUNT_LOC, max_offset: 16, adjust: Adjust::Identity, basis })
+        }
+        _ => Err(NoCheck::PpcPlainPg),
+    }
+}
+
+/// ppc64 in 6.6-6.12: patchable entries come in pairs of NOPs
+/// (`-fpatchable-function-entry=2`, arch/powerpc/Makefile) and
+/// `ftrace_call_adjust()` (arch/powerpc/kernel/trace/ftrace.c) adds 4;
+/// `-mprofile-kernel` keeps `__mcount_loc` and the identity.
+fn ppc64_v6_6(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    ppc64_elfv2(cx)?;
+    let choice = |section, adjust, basis| Choice { section, max_offset: 16, adjust, basis };
+    match PpcBuild::of(cx) {
+        (PpcBuild::Patchable, basis) => Ok(choice(PATCHABLE, Adjust::Add(4), basis)),
+        (PpcBuild::Mprofile, basis) => Ok(choice(MCOUNT_LOC, Adjust::Identity, basis)),
+        (PpcBuild::PlainPg, _) => Err(NoCheck::PpcPlainPg),
+    }
+}
+
+fn ppc64_elfv2(cx: Ctx<'_>) -> Result<(), NoCheck> {
+    if cx.info.e_flags & elf::EF_PPC64_ABI == 2 { Ok(()) } else { Err(NoCheck::PpcElfV1) }
+}
+
+/// ppc32 in 6.2-6.12: `-pg` with offset 8, or (from 6.6) NOP pairs with
+/// offset 16 and +4.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn ppc32_v6_2(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(match PpcBuild::of(cx) {
+        (PpcBuild::Patchable, basis) => Choice { section: PATCHABLE, max_offset: 16, adjust: Adjust::Add(4), basis },
+        (_, basis) => Choice { section: MCOUNT_LOC, max_offset: 8, adjust: Adjust::Identity, basis },
+    })
 }
 
 /// ppc64 (arch/powerpc/include/asm/ftrace.h): `ELFv2` only; patchable entries
@@ -426,23 +585,24 @@ fn ppc64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
             choice(MCOUNT_LOC, Adjust::Identity, "-mprofile-kernel, from --kconfig")
         }
         Some(_) => return Err(NoCheck::PpcPlainPg),
-        // No table at all (a module with no traced code) is nothing to do
-        // either way; say so as "no table".
-        None if cx.has(PATCHABLE) || !cx.has(MCOUNT_LOC) => {
-            choice(PATCHABLE, Adjust::ClangGlobalEntry, "patchable entries; compiler unknown, so both clang candidates")
-        }
-        None => return Err(NoCheck::PpcMcountUnknown),
+        // Out-of-line stubs are on wherever patchable entries are on ppc64
+        // (`PPC_FTRACE_OUT_OF_LINE` is a def_bool, arch/powerpc/Kconfig).
+        None => match PpcBuild::of(cx).0 {
+            PpcBuild::Patchable => choice(
+                PATCHABLE,
+                Adjust::ClangGlobalEntry,
+                "patchable entries from vermagic; compiler unknown, so both clang candidates",
+            ),
+            PpcBuild::Mprofile => choice(MCOUNT_LOC, Adjust::Identity, "-mprofile-kernel, from vermagic"),
+            PpcBuild::PlainPg => return Err(NoCheck::PpcPlainPg),
+        },
     })
 }
 
 /// ppc32: patchable entries where the compiler supports them, else -pg.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn ppc32(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
-    let patchable = match cx.config {
-        Some(c) => c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"),
-        None => cx.has(PATCHABLE),
-    };
-    Ok(if patchable {
+    Ok(if PpcBuild::of(cx).0 == PpcBuild::Patchable {
         // The recorded location is one NOP before the function; the kernel
         // adds 4, and 4 more with DYNAMIC_FTRACE_WITH_CALL_OPS.
         let (adjust, basis) = match cx.config {
@@ -471,7 +631,7 @@ fn contained(section: &'static str, adjust: Adjust, basis: &'static str) -> Choi
 fn arm64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     let patchable = match cx.config {
         Some(c) => c.enabled("DYNAMIC_FTRACE_WITH_ARGS"),
-        None => cx.has(PATCHABLE) || !cx.has(MCOUNT_LOC),
+        None => cx.info.alloc_section(PATCHABLE).is_some() || cx.info.alloc_section(MCOUNT_LOC).is_none(),
     };
     Ok(if patchable {
         contained(PATCHABLE, Adjust::PatchSite, "patchable entries, adjusted to the BL")
@@ -605,6 +765,14 @@ pub struct Rule {
     pub mod_unload: bool,
     /// Where the numbers came from, for `--verbose`.
     pub basis: &'static str,
+    /// The kernel, when it is newer than [`CHECKED_THROUGH`].
+    pub unchecked_release: Option<Release>,
+    /// The symbol names kallsyms skips.
+    pub mapping: Mapping,
+    /// The nearest symbol `find_kallsyms_symbol()` finds for an address is
+    /// always in the address's own memory region: the kernel bounds the
+    /// search, or its regions never touch.
+    pub region_bound: bool,
 }
 
 impl Rule {
@@ -734,8 +902,8 @@ pub struct Overrides {
 }
 
 /// Pick the rule for a module, or say why there is nothing to do.
-pub fn rule_for(info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> Result<Scope, Error> {
-    match pick(info, config) {
+pub fn rule_for(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>, over: &Overrides) -> Result<Scope, Error> {
+    match pick(image, info, config) {
         Ok((row, rule)) => apply_overrides(row, rule, config.is_some(), over),
         Err(Picked::Unchecked(why)) => Ok(Scope::Unchecked(why)),
         Err(Picked::Error(e)) => Err(e),
@@ -754,7 +922,7 @@ impl From<NoCheck> for Picked {
 }
 
 /// The row for this module's arch and kernel, and the rule it gives.
-fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule), Picked> {
+fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule), Picked> {
     let arch = Arch::from_elf(info.machine, info.is_64)
         .ok_or(NoCheck::UnknownMachine { machine: info.machine, is_64: info.is_64 })?;
     let mut rows = ROWS.iter().filter(|r| r.arch == arch).peekable();
@@ -773,7 +941,7 @@ fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule)
     let vermagic = info.vermagic.as_deref().ok_or(NoCheck::NoVermagic)?;
     let kernel = Release::from_vermagic(vermagic).ok_or_else(|| NoCheck::BadRelease(vermagic.to_string()))?;
     let row = rows.find(|r| r.holds_for(kernel)).ok_or(NoCheck::TooOld { kernel, lacks: first.older })?;
-    let choice = (row.choose)(Ctx { info, config })?;
+    let choice = (row.choose)(Ctx { image, info, config })?;
     if !choice.adjust.maps_zero_to_zero() && !skips_zero_before_adjust(kernel) {
         return Err(NoCheck::AdjustFirst { kernel, adjust: choice.adjust }.into());
     }
@@ -787,6 +955,11 @@ fn pick(info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule)
         init_in_core: row.init_in_core,
         mod_unload: vermagic.split_whitespace().any(|w| w == "mod_unload"),
         basis: choice.basis,
+        unchecked_release: ((kernel.major, kernel.minor) > CHECKED_THROUGH).then_some(kernel),
+        // 6.12 is the oldest release read with the wider set; a narrower set
+        // counts more symbols, which can only keep more entries.
+        mapping: if kernel >= release(6, 12, 0) { Mapping::All } else { Mapping::Arm },
+        region_bound: kernel < REGIONS_MAY_TOUCH_SINCE || in_fixed_line(kernel, REGION_BOUND_FIRST),
     };
     Ok((row, rule))
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Compressed modules (`.ko.xz`, `.ko.zst`, `.ko.gz`), as `make
 //! modules_install` leaves them with `CONFIG_MODULE_COMPRESS`_*.
 //!

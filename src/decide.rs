@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The weak-entry decision, as a pure function over plain data.
 //!
 //! The kernel (`test_for_valid_rec()`, 7.2) keeps a record when
@@ -178,6 +179,9 @@ pub enum SectionDoubt {
     /// A symbol of an earlier section of the region lies past that section's
     /// end, so it may land anywhere in the sections that follow.
     Overhang { symbol: String, section: String },
+    /// The first text section of its region, on a kernel whose lookup is
+    /// not bounded by the region: another region may end just before it.
+    RegionStart,
 }
 
 /// Per-section facts the decision needs, indexed by section number.
@@ -216,6 +220,24 @@ impl Layout {
         }
         Layout { size: sections.iter().map(|s| s.size).collect(), doubt, stripped_locals: false }
     }
+
+    /// The layout under `rule`: before the kernel bounded the symbol lookup
+    /// to the address's memory region, the nearest symbol could belong to
+    /// another region, and regions can be adjacent (x86's shared cache of
+    /// executable pages, from 6.13): the start of each region is in doubt.
+    pub fn for_rule(sections: &[Section], symbols: &SymbolIndex<'_>, rule: &Rule) -> Layout {
+        let mut layout = Layout::new(sections, symbols, |name| rule.region(name));
+        if !rule.region_bound {
+            let mut seen = [false; 2];
+            for (i, s) in sections.iter().enumerate().filter(|(_, s)| s.is_alloc_exec()) {
+                let r = rule.region(&s.name) as usize;
+                if !std::mem::replace(&mut seen[r], true) {
+                    layout.doubt[i].get_or_insert(SectionDoubt::RegionStart);
+                }
+            }
+        }
+        layout
+    }
 }
 
 /// One callsite entry, reduced to what the decision needs.
@@ -245,6 +267,9 @@ pub enum Doubt {
     /// The module has no local function symbols: its static functions have
     /// no extent to test, and the kernel keeps and traces their records.
     Stripped,
+    /// Near the start of a memory region, on a kernel that may find the
+    /// nearest symbol in another region.
+    RegionStart { max: u64 },
 }
 
 impl std::fmt::Display for Doubt {
@@ -264,6 +289,11 @@ impl std::fmt::Display for Doubt {
             Doubt::Stripped => {
                 f.write_str("in no sized function, but the module has no local function symbols to tell")
             }
+            Doubt::RegionStart { max } => write!(
+                f,
+                "within {max} bytes of its memory region's start, and this kernel's symbol lookup \
+                 is not bounded by the region"
+            ),
         }
     }
 }
@@ -308,6 +338,9 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
                 }
                 Some(SectionDoubt::Overhang { symbol, section }) => {
                     doubt.get_or_insert_with(|| Doubt::Overhang { symbol: symbol.clone(), section: section.clone() });
+                }
+                Some(SectionDoubt::RegionStart) if nearest.is_none() && ip <= max => {
+                    doubt.get_or_insert(Doubt::RegionStart { max });
                 }
                 _ => {}
             }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The ELF view of a kernel module: just the parts the kernel's ftrace and
 //! module loader look at, read with the `object` crate's endian-generic
 //! `read::elf` traits and handed on as plain data.
@@ -160,11 +161,35 @@ pub fn string_at(strings: &[u8], offset: u32) -> &[u8] {
     &tail[..tail.iter().position(|&c| c == 0).unwrap_or(tail.len())]
 }
 
-/// Mapping and local-label symbols that kallsyms skips
-/// (`is_mapping_symbol()`, `include/linux/module_symbol.h`, 7.2).
+/// Which names kallsyms skips as mapping or local-label symbols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mapping {
+    /// 6.1's `is_arm_mapping_symbol()` (kernel/module/kallsyms.c): `.L*`,
+    /// and `$a`, `$t`, `$x`, `$d`, alone or followed by a dot.
+    Arm,
+    /// 6.12 and 7.2's `is_mapping_symbol()` (`include/linux/module_symbol.h`):
+    /// `.L*`, `L0*` and every `$*`.
+    All,
+}
+
+impl Mapping {
+    /// Whether kallsyms skips `name` (NUL-terminated, or the table's end).
+    #[must_use]
+    pub fn skips(self, name: &[u8]) -> bool {
+        let at = |i: usize| name.get(i).copied().unwrap_or(0);
+        match self {
+            Mapping::Arm => {
+                name.starts_with(b".L") || (at(0) == b'$' && b"axtd".contains(&at(1)) && matches!(at(2), 0 | b'.'))
+            }
+            Mapping::All => name.starts_with(b".L") || name.starts_with(b"L0") || name.starts_with(b"$"),
+        }
+    }
+}
+
+/// 7.2's mapping symbols (`is_mapping_symbol()`).
 #[must_use]
 pub fn is_mapping_symbol(name: &[u8]) -> bool {
-    name.starts_with(b".L") || name.starts_with(b"L0") || name.starts_with(b"$")
+    Mapping::All.skips(name)
 }
 
 /// Where a callsite relocation points, or why we cannot trust it.
@@ -366,11 +391,12 @@ pub fn extract<'a>(
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
+    mapping: Mapping,
 ) -> Result<Extraction<'a>, Error> {
     if info.is_64 {
-        extract_generic::<FileHeader64<Endianness>>(data, info, callsite, shape)
+        extract_generic::<FileHeader64<Endianness>>(data, info, callsite, shape, mapping)
     } else {
-        extract_generic::<FileHeader32<Endianness>>(data, info, callsite, shape)
+        extract_generic::<FileHeader32<Endianness>>(data, info, callsite, shape, mapping)
     }
 }
 
@@ -582,6 +608,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
+    mapping: Mapping,
 ) -> Result<Extraction<'a>, Error> {
     let cs = &info.sections[callsite];
     let word = info.word_size();
@@ -600,7 +627,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
     check_writable_ranges(info, data.len() as u64, &[callsite, reloc_section])?;
     let strings = string_table(data, info, symsec)?;
-    let (symbols, local_functions) = lookup_symbols::<Elf>(&symtab, info, strings)?;
+    let (symbols, local_functions) = lookup_symbols::<Elf>(&symtab, info, strings, mapping)?;
 
     let endian = info.endian();
     let words = cs.bytes(data);
@@ -758,6 +785,7 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
     symtab: &SymbolTable<'_, Elf>,
     info: &ElfInfo,
     strings: &[u8],
+    mapping: Mapping,
 ) -> Result<(Vec<LookupSymbol>, usize), Error> {
     let endian = info.endian();
     let mut out = Vec::with_capacity(symtab.len());
@@ -774,9 +802,9 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
         let Some(head) = strings.get(name as usize..).filter(|h| !h.is_empty()) else {
             return Err(malformed(format!("symbol {} has a bad name offset", index.0)));
         };
-        // The table ends with a NUL, so the first two bytes decide both.
-        let head = &head[..head.len().min(2)];
-        if head[0] == 0 || is_mapping_symbol(head) {
+        // The table ends with a NUL, so the first three bytes decide.
+        let head = &head[..head.len().min(3)];
+        if head[0] == 0 || mapping.skips(head) {
             continue;
         }
         let section = match symtab.symbol_section(endian, sym, index) {

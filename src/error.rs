@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Errors, each phrased for a kernel or distribution engineer reading a
 //! build log: what is wrong with the file, and what to do about it.
 

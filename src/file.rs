@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! A module file on disk: read or mapped, locked, and written back in
 //! place, atomically, or to `-o`; compressed modules are unpacked and
 //! packed again around the same analysis.
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::compress::{self, Format};
 use crate::error::Error;
-use crate::process::{Analysis, CompressedPolicy, LeftAlone, Options, analyze};
+use crate::process::{Analysis, COMPRESSED_ADVICE, CompressedPolicy, LeftAlone, Options, analyze};
 
 /// A module's bytes: read into memory when small, mapped when large.
 ///
@@ -110,8 +111,12 @@ fn compressed(
     match opts.compressed {
         CompressedPolicy::Error => return Err(Error::Compressed(format.name())),
         CompressedPolicy::Leave => {
-            let why =
-                format!("{}-compressed module left unchanged (--compressed=recompress processes it)", format.name());
+            let why = format!("{}-compressed module left unchanged: {COMPRESSED_ADVICE}", format.name());
+            // The one warning that does not come from `analyze`, which
+            // is where --fatal-warnings is applied otherwise.
+            if opts.fatal_warnings {
+                return Err(Error::FatalWarning(why));
+            }
             copy_unchanged(output, opts, data)?;
             return Ok(Analysis::skipped(LeftAlone::Compressed, why.clone(), vec![why]));
         }
@@ -184,8 +189,20 @@ fn replace_atomically(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) 
             }
         }
     }
-    let tmp = dest.with_file_name(format!("{stale}{}.tmp", std::process::id()));
-    let result = write_new(&tmp, bytes, like, keep_mtime).and_then(|()| {
+    // Created exclusively (O_EXCL, which follows no symlink): whatever
+    // appears at the name after the clean-up above, planted or left by a
+    // writer that does not take the lock, is never opened, only avoided.
+    let pid = std::process::id();
+    let mut attempt = 0u32;
+    let (tmp, out) = loop {
+        let tmp = dest.with_file_name(format!("{stale}{pid}-{attempt}.tmp"));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(out) => break (tmp, out),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            Err(e) => return Err(Error::IoAt { what: "cannot create output", source: e }),
+        }
+    };
+    let result = write_new(out, bytes, like, keep_mtime).and_then(|()| {
         fs::rename(&tmp, &dest).map_err(|e| Error::IoAt { what: "cannot rename into place", source: e })
     });
     if result.is_err() {
@@ -206,7 +223,13 @@ fn copy_unchanged(output: Option<&Path>, opts: &Options, data: &[u8]) -> Result<
 
 /// Write `-o` output like `cp` would: a new file gets default permissions,
 /// and a device or pipe (`-o /dev/stdout`) is written to, never chmod-ed.
+/// `-o -` is standard output, as for most tools that take an output file.
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    if path.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| Error::IoAt { what: "write failed", source: e })?;
+        return Ok(());
+    }
     let mut out = OpenOptions::new()
         .write(true)
         .create(true)
@@ -220,13 +243,11 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Write `bytes` to a new file at `path` with the mode, owner and (if asked)
+/// Fill the new file `out` with `bytes`, the mode, owner and (if asked)
 /// times of `like`, and fsync it.
-fn write_new(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) -> Result<(), Error> {
+fn write_new(mut out: File, bytes: &[u8], like: &File, keep_mtime: bool) -> Result<(), Error> {
     let meta = like.metadata()?;
     let io = |what| move |e| Error::IoAt { what, source: e };
-    let mut out =
-        OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(io("cannot create output"))?;
     out.write_all(bytes).map_err(io("write failed"))?;
     out.set_permissions(meta.permissions()).map_err(io("cannot set mode"))?;
     if let Err(e) = std::os::unix::fs::fchown(&out, Some(meta.uid()), Some(meta.gid())) {
@@ -241,4 +262,28 @@ fn write_new(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) -> Result
     }
     out.sync_all().map_err(io("fsync failed"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Something the clean-up cannot remove (a directory) sits at the
+    /// temporary name this process would use first: the write goes to
+    /// another name instead of failing or opening it.
+    #[test]
+    fn a_taken_temporary_name_is_avoided() {
+        let dir = std::env::temp_dir().join(format!("zwm-file-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.ko");
+        fs::write(&path, b"old").unwrap();
+        let taken = dir.join(format!(".m.ko.zwm-{}-0.tmp", std::process::id()));
+        fs::create_dir(&taken).unwrap();
+        let like = File::open(&path).unwrap();
+        replace_atomically(&path, b"new", &like, false).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        assert!(taken.is_dir(), "the planted entry was opened or replaced");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Kernel configuration: a `.config` or `include/config/auto.conf`.
 //!
 //! Only the answers matter here, so the file is read as `CONFIG_X=value`

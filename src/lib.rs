@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! zero-weak-mcount: zero the ftrace callsite entries of overridden weak
 //! functions in Linux kernel modules, at build time, as `scripts/sorttable`
 //! does for vmlinux, so the kernel never builds records for them.
@@ -17,6 +18,7 @@
 //! - [`error`]: every way it can fail, each with its remedy.
 
 pub mod arch;
+pub mod cli;
 pub mod compress;
 pub mod decide;
 pub mod elf;

@@ -1,67 +1,17 @@
-#![allow(clippy::struct_excessive_bools, reason = "Cli holds independent command-line switches")]
-
+// SPDX-License-Identifier: GPL-2.0-only
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
+use zero_weak_mcount::cli::{Cli, NAME};
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{self, CompressedPolicy, LeftAlone, Options, Outcome, SignedPolicy};
+use zero_weak_mcount::process::{self, LeftAlone, Options, Outcome};
 use zero_weak_mcount::walk;
-
-const NAME: &str = "zero-weak-mcount";
-
-/// Zero the ftrace callsite entries of overridden weak functions in Linux
-/// kernel modules, so the kernel never builds records for them.
-///
-/// Run it on each .ko right after it is linked, before it is signed,
-/// stripped or compressed; or on a whole module tree (a DIR argument) when
-/// packaging. All output goes to stderr.
-#[derive(Parser, Debug)]
-#[command(name = NAME, version)]
-struct Cli {
-    /// Module files (.ko), processed in place, or directories to walk
-    #[arg(required = true, value_name = "PATH")]
-    paths: Vec<PathBuf>,
-    /// Write nothing; exit 1 if any file would change
-    #[arg(long)]
-    check: bool,
-    /// List each zeroed entry and each entry kept for doubt, and a summary per file
-    #[arg(short, long)]
-    verbose: bool,
-    /// Write the result to PATH instead of in place (one input file only)
-    #[arg(short, long, value_name = "PATH")]
-    output: Option<PathBuf>,
-    /// Kernel .config or include/config/auto.conf the modules were built with
-    #[arg(long, value_name = "FILE")]
-    kconfig: Option<PathBuf>,
-    /// Override `FTRACE_MCOUNT_MAX_OFFSET` (default: from --kconfig, else the widest the arch allows)
-    #[arg(long, value_name = "N")]
-    max_offset: Option<u64>,
-    /// The callsite section the kernel reads (__`mcount_loc` or __`patchable_function_entries`)
-    #[arg(long, value_name = "NAME")]
-    section: Option<String>,
-    /// What to do with a signed module
-    #[arg(long, value_enum, default_value_t = SignedPolicy::Refuse, value_name = "POLICY")]
-    signed: SignedPolicy,
-    /// What to do with a compressed module (.ko.xz, .ko.zst, .ko.gz)
-    #[arg(long, value_enum, default_value_t = CompressedPolicy::Leave, value_name = "POLICY")]
-    compressed: CompressedPolicy,
-    /// Treat warnings as errors (the file is left unchanged)
-    #[arg(long)]
-    fatal_warnings: bool,
-    /// Write a temporary file, fsync it and rename it over the original
-    #[arg(long)]
-    atomic: bool,
-    /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
-    #[arg(long)]
-    tree: bool,
-    /// Worker threads [default: $`RPM_BUILD_NCPUS`, else the available CPUs]
-    #[arg(short, long, value_name = "N")]
-    jobs: Option<usize>,
-}
 
 /// What one file produced: lines to print, and how to count it.
 struct Done {
@@ -70,7 +20,10 @@ struct Done {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let usage = |msg: &str| {
         eprintln!("{NAME}: error: {msg}");
         ExitCode::from(2)
@@ -98,23 +51,65 @@ fn main() -> ExitCode {
     };
     let output = cli.output.as_deref();
     let jobs = cli.jobs.unwrap_or_else(walk::default_jobs);
-    let progress = tree && std::io::stderr().is_terminal();
-    let total = files.len();
+    let progress = (tree && std::io::stderr().is_terminal()).then(|| Progress::new(files.len()));
     let results = walk::parallel(
         &files,
         jobs,
         |path| run(path, output, &opts, tree),
         |n| {
-            if progress {
-                eprint!("\r{NAME}: {n}/{total}\x1b[K");
+            if let Some(p) = &progress {
+                p.done(n);
             }
         },
     );
-    if progress {
+    if progress.is_some() {
         eprint!("\r\x1b[K");
     }
     let failed = report(&results, tree, opts.check) || walk_failed;
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// clap's messages, in the `zero-weak-mcount: error: ...` shape of every
+/// other message; help and `--version` go to stdout as usual.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    eprint!("{NAME}: error: {text}");
+    ExitCode::from(2)
+}
+
+/// The terminal progress line. Workers finish out of order and call in
+/// from several threads, so the count shown only ever grows, and it is
+/// redrawn at most every `PROGRESS_EVERY`: a redraw per module would cost
+/// more than a small module's processing.
+struct Progress {
+    total: usize,
+    shown: Mutex<(usize, Instant)>,
+}
+
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        Progress { total, shown: Mutex::new((0, Instant::now())) }
+    }
+
+    fn done(&self, n: usize) {
+        let mut shown = self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        if n > shown.0 && now.duration_since(shown.1) >= PROGRESS_EVERY {
+            *shown = (n, now);
+            // Drawn under the lock, so that two threads cannot swap lines.
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{NAME}: {n}/{}\x1b[K", self.total);
+            let _ = err.flush();
+        }
+    }
 }
 
 /// The module files to process.
@@ -175,7 +170,8 @@ fn report(results: &[Done], tree: bool, check: bool) -> bool {
     if tree {
         if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
             eprintln!(
-                "{NAME}: warning: {n} compressed modules left unchanged (--compressed=recompress processes them)"
+                "{NAME}: warning: {n} compressed modules left unchanged: {}",
+                zero_weak_mcount::process::COMPRESSED_ADVICE
             );
         }
         let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The `mcount=` modinfo tag: the kernel's per-module proof that this tool
 //! ran on this exact file and left no doubt.
 //!

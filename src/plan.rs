@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The patch plan: every byte we will write, computed and checked in full
 //! before the first write.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! One module's bytes, start to end: read, decide, plan. Writing them is
 //! [`crate::file`]'s job, and happens only after the plan is complete.
 
@@ -75,7 +76,7 @@ pub enum Outcome {
 /// these "skipped").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LeftAlone {
-    /// Signed, with `--signed=skip`.
+    /// Signed and in need of changes, with `--signed=skip`.
     Signed,
     /// Compressed, with `--compressed=skip`.
     Compressed,
@@ -128,25 +129,14 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
         return Err(Error::Compressed(format.name()));
     }
     let mut warnings = Vec::new();
-    let (image, truncate) = match signature::image_len(data)? {
-        None => (data, None),
-        Some(len) => match opts.signed {
-            // --check writes nothing, so it can say whether the image
-            // under the signature still needs the tool: the question a
-            // packager asks of an already signed tree.
-            SignedPolicy::Refuse | SignedPolicy::Leave if opts.check => (&data[..len], None),
-            SignedPolicy::Refuse => return Err(Error::Signed),
-            SignedPolicy::Leave => {
-                let why = "module is signed; left unchanged (--signed=skip): process modules before signing";
-                warnings.push(why.to_string());
-                return Ok(Analysis::skipped(LeftAlone::Signed, why.to_string(), warnings));
-            }
-            SignedPolicy::Strip => (&data[..len], Some(len as u64)),
-        },
-    };
+    // The image under a signature is analysed like any other; the policy
+    // only matters once we know whether it needs a write, so that --check
+    // and the real run give the same answer.
+    let signed_len = signature::image_len(data)?;
+    let image = signed_len.map_or(data, |len| &data[..len]);
 
     let info = elf::parse_info(image)?;
-    let (decided, section) = match arch::rule_for(&info, opts.kconfig.as_ref(), &opts.overrides)? {
+    let (decided, section) = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
         Scope::Unchecked(why) => {
             (Decided::left(LeftAlone::NotChecked, why.to_string(), Proof::CannotJudge(why.to_string())), None)
         }
@@ -163,16 +153,52 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     // when it finds a doubt in a module marked clean.
     let counts = section.map(|name| mark::Counts::of(&info, name));
     let step = mark::step(&mark::find(image, &info), &decided.proof, counts)?;
-    decided.finish(step, truncate, image.len() as u64, warnings)
+    let analysis = decided.finish(step, image.len() as u64, warnings)?;
+    match signed_len {
+        Some(len) => signed(analysis, len as u64, opts.signed),
+        None => Ok(analysis),
+    }
 }
+
+/// Apply the signature policy to the analysis of a signed module's image.
+/// A module that needs no write keeps its signature and is simply
+/// unchanged, whatever the policy: nothing would invalidate it.
+fn signed(mut analysis: Analysis, image_len: u64, policy: SignedPolicy) -> Result<Analysis, Error> {
+    let Outcome::Changed { stripped, .. } = &mut analysis.outcome else {
+        return Ok(analysis);
+    };
+    match policy {
+        SignedPolicy::Refuse => Err(Error::Signed),
+        SignedPolicy::Leave => {
+            let why = "module is signed and needs changes; left unchanged (--signed=skip): process modules before \
+                       signing";
+            let mut warnings = analysis.warnings;
+            warnings.push(why.to_string());
+            Ok(Analysis::skipped(LeftAlone::Signed, why.to_string(), warnings))
+        }
+        SignedPolicy::Strip => {
+            *stripped = true;
+            analysis.plan.truncate = Some(image_len);
+            analysis.notes.push("signature dropped: sign the module again".into());
+            Ok(analysis)
+        }
+    }
+}
+
+/// What the tool says about a compressed module it leaves alone; the brp
+/// and debhelper steps give the same advice.
+pub const COMPRESSED_ADVICE: &str =
+    "process modules before they are compressed (or pass --compressed=recompress, if they are not signed yet)";
 
 /// What a run with this rule can say about the tag. Only a rule read from
 /// the module's own configuration can prove anything: without it, x86
 /// assumes IBT (max 4), and a module built without IBT may still hold
 /// entries 1-4 bytes after a symbol that its kernel rejects.
-fn proof(opts: &Options, doubts: usize) -> Proof {
+fn proof(opts: &Options, rule: &Rule, doubts: usize) -> Proof {
     if doubts > 0 {
         Proof::Doubt(format!("{doubts} {} kept for doubt", if doubts == 1 { "entry was" } else { "entries were" }))
+    } else if let Some(kernel) = rule.unchecked_release {
+        Proof::CannotJudge(format!("kernel {kernel} is newer than the rules this tool was checked against"))
     } else if opts.kconfig.is_none() {
         Proof::CannotJudge("no --kconfig: the rule is assumed, not known".into())
     } else if opts.overrides.max_offset.is_some() {
@@ -220,15 +246,9 @@ impl Decided {
         Decided { left: Some((kind, reason)), ..base }
     }
 
-    /// Add the tag write and the dropped signature, and say how it ended:
+    /// Add the tag write, and say how it ended:
     /// any write makes the file changed, even one left alone otherwise.
-    fn finish(
-        self,
-        step: mark::Step,
-        truncate: Option<u64>,
-        image_len: u64,
-        mut warnings: Vec<String>,
-    ) -> Result<Analysis, Error> {
+    fn finish(self, step: mark::Step, image_len: u64, mut warnings: Vec<String>) -> Result<Analysis, Error> {
         let Decided { mut plan, zeroed, left, mut details, mut summary, proof: _ } = self;
         let mark::Step { write, change, detail, warning } = step;
         details.extend(detail);
@@ -238,20 +258,14 @@ impl Decided {
             plan.add(write, image_len)?;
             let _ = write!(summary, "; {}", change.as_deref().unwrap_or("mcount= tag rewritten"));
         }
-        let mut notes = Vec::new();
-        let stripped = truncate.is_some();
-        if stripped {
-            plan.truncate = truncate;
-            notes.push("signature dropped: sign the module again".into());
-        }
-        let outcome = if zeroed > 0 || marked || stripped {
-            Outcome::Changed { zeroed, stripped, marked }
+        let outcome = if zeroed > 0 || marked {
+            Outcome::Changed { zeroed, stripped: false, marked }
         } else if let Some((kind, why)) = left {
             Outcome::Skipped(kind, why)
         } else {
             Outcome::Unchanged
         };
-        Ok(Analysis { plan, outcome, details, warnings, notes, summary })
+        Ok(Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary })
     }
 }
 
@@ -262,18 +276,25 @@ fn decide_module(
     opts: &Options,
     warnings: &mut Vec<String>,
 ) -> Result<Decided, Error> {
+    if let Some(kernel) = rule.unchecked_release {
+        let (major, minor) = arch::CHECKED_THROUGH;
+        warnings.push(format!(
+            "kernel {kernel} is newer than {major}.{minor}, the newest release this tool's rules were \
+             checked against; applying {major}.{minor}'s rules (see docs/rules.md)"
+        ));
+    }
     // No table, or one the loader relocates nothing in: the kernel builds
     // no record, so there is nothing it could reject.
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Decided::unchanged(&format!("no {} section", rule.section), proof(opts, 0)));
+        return Ok(Decided::unchanged(&format!("no {} section", rule.section), proof(opts, rule, 0)));
     };
-    let extracted = match elf::extract(image, info, callsite, rule.shape)? {
+    let extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
             // Without relocations the loader leaves the words as they are;
             // only all-zero words are sure to give no record.
             let zero = info.sections[callsite].bytes(image).iter().all(|&byte| byte == 0);
-            let proof = if zero { proof(opts, 0) } else { Proof::Doubt(format!("{why}, but its words are not zero")) };
+            let proof = if zero { proof(opts, rule, 0) } else { Proof::Doubt(format!("{why}, but its words are not zero")) };
             return Ok(Decided::unchanged(&why, proof));
         }
         Extraction::Unsupported(why) => {
@@ -284,7 +305,7 @@ fn decide_module(
     let entries = &extracted.callsite.entries;
     let stripped = extracted.stripped_locals();
     let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
-    let mut layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
+    let mut layout = Layout::for_rule(&info.sections, &symbols, rule);
     layout.stripped_locals = stripped;
     let mut details = Vec::new();
     let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {
@@ -312,7 +333,7 @@ fn decide_module(
     if doubts > 0 {
         let _ = write!(summary, ", {doubts} kept for doubt");
     }
-    Ok(Decided { plan, zeroed: zero.len(), left: None, proof: proof(opts, doubts), details, summary })
+    Ok(Decided { plan, zeroed: zero.len(), left: None, proof: proof(opts, rule, doubts), details, summary })
 }
 
 fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Appended module signatures (`scripts/sign-file.c`, 7.2):
 //! `[ELF image][PKCS#7][struct module_signature: 12 bytes][marker: 28 bytes]`.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Module trees, for packagers: find every module under a directory, and
 //! process many files on a few threads with a result that does not depend
 //! on how many.

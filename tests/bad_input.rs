@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Bad input gets a clear error naming the file and the reason, and the
 //! file is left byte-for-byte unchanged.
 #![allow(

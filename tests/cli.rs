@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The binary on real files: the bundled module built by Kbuild, exit
 //! codes, --check, --output, signatures and bad input.
 
@@ -98,20 +99,15 @@ fn signed_modules_are_refused_unless_the_signature_is_dropped() {
     assert!(stderr(&out).contains("before signing"), "{}", stderr(&out));
     assert_eq!(fs::read(&ko).unwrap(), data);
 
-    // --check looks under the signature: this one still needs the tool.
+    // --check says what the real run would do: refuse it.
     let out = tool(&["--check", s(&ko)]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("would zero 2 of 8"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("error: module is signed"), "{}", stderr(&out));
     assert_eq!(fs::read(&ko).unwrap(), data);
-    let processed = dir.file("p.ko", &original);
-    assert!(tool(&[s(&processed)]).status.success());
-    let processed_then_signed = dir.file("done.ko", &signed(&fs::read(&processed).unwrap()));
-    let out = tool(&["--check", s(&processed_then_signed)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     let out = tool(&["--signed=skip", s(&ko)]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(stderr(&out).contains("warning: module is signed"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: module is signed and needs changes"), "{}", stderr(&out));
     assert_eq!(fs::read(&ko).unwrap(), data);
 
     let out = tool(&["--signed=strip", s(&ko)]);
@@ -261,4 +257,139 @@ fn usage_errors_exit_2() {
     assert_eq!(tool(&["--signed=maybe", MODULE]).status.code(), Some(2));
     assert_eq!(tool(&["--kconfig", "/nonexistent/config", MODULE]).status.code(), Some(2));
     assert_eq!(tool(&["--tree", MODULE]).status.code(), Some(2));
+}
+
+/// `--check` predicts the real run on signed modules, for every policy: the
+/// same exit status, and a signed module that needs no change is simply
+/// unchanged (not refused, not stripped).
+#[test]
+fn check_predicts_the_real_run_on_signed_modules() {
+    let dir = Scratch::new("signed-check");
+    let original = fs::read(MODULE).unwrap();
+    let processed = dir.file("p.ko", &original);
+    assert!(tool(&[s(&processed)]).status.success());
+    let needs = signed(&original);
+    let done = signed(&fs::read(&processed).unwrap());
+    for (name, data, changes) in [("needs.ko", &needs, true), ("done.ko", &done, false)] {
+        for policy in ["--signed=refuse", "--signed=skip", "--signed=strip"] {
+            let ko = dir.file(name, data);
+            let check = tool(&["--check", policy, s(&ko)]);
+            assert_eq!(fs::read(&ko).unwrap(), *data, "--check wrote");
+            let real = tool(&[policy, s(&ko)]);
+            let written = fs::read(&ko).unwrap() != *data;
+            let what = format!("{name} {policy}:\ncheck: {}\nreal: {}", stderr(&check), stderr(&real));
+            assert_eq!(written, changes && policy == "--signed=strip", "{what}");
+            // --check exits 1 exactly when the real run writes or fails.
+            let real_fails = real.status.code() == Some(1);
+            assert_eq!(check.status.code() == Some(1), written || real_fails, "{what}");
+            if !changes {
+                assert!(real.status.success() && stderr(&real).is_empty(), "{what}");
+                assert!(check.status.success() && stderr(&check).is_empty(), "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn fatal_warnings_covers_a_compressed_module_left_alone() {
+    let dir = Scratch::new("gz-fatal");
+    let packed =
+        zero_weak_mcount::compress::compress(zero_weak_mcount::compress::Format::Gzip, &fs::read(MODULE).unwrap())
+            .unwrap();
+    let ko = dir.file("m.ko.gz", &packed);
+    let out = tool(&[s(&ko)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = tool(&["--fatal-warnings", s(&ko)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("error: warning treated as an error (--fatal-warnings): gzip-compressed module left unchanged"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fs::read(&ko).unwrap(), packed);
+    // In a tree too.
+    let out = tool(&["--fatal-warnings", s(&dir.0)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
+#[test]
+fn output_dash_is_standard_output() {
+    let dir = Scratch::new("dash");
+    let original = fs::read(MODULE).unwrap();
+    let ko = dir.file("m.ko", &original);
+    let out = std::process::Command::new(common::BIN).current_dir(&dir.0).args(["-o", "-", "m.ko"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(dir.names(), ["m.ko"], "-o - created a file");
+    assert_eq!(fs::read(&ko).unwrap(), original, "-o - changed the input");
+    assert!(tool(&[s(&ko)]).status.success());
+    assert_eq!(out.stdout, fs::read(&ko).unwrap(), "stdout holds the processed module");
+}
+
+#[test]
+fn jobs_zero_is_refused() {
+    let dir = Scratch::new("j0");
+    let original = fs::read(MODULE).unwrap();
+    let ko = dir.file("m.ko", &original);
+    let out = tool(&["-j", "0", s(&ko)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("0 threads: give 1 or more"), "{}", stderr(&out));
+    assert_eq!(fs::read(&ko).unwrap(), original);
+    assert!(tool(&["-j", "1", s(&ko)]).status.success());
+}
+
+#[test]
+fn usage_errors_carry_the_program_name_like_every_other_message() {
+    for args in [&[][..], &["--bogus", MODULE][..], &["--signed=maybe", MODULE][..], &["-j", "x", MODULE][..]] {
+        let out = tool(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with("zero-weak-mcount: error: "), "{args:?}: {err}");
+        assert!(!err.contains("\nerror:"), "{args:?}: {err}");
+    }
+    // Help and version are not errors, and go to stdout.
+    let out = tool(&["--help"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage:"));
+    let out = tool(&["--version"]);
+    assert!(out.status.success());
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(version.starts_with(concat!("zero-weak-mcount ", env!("CARGO_PKG_VERSION"), " ")), "{version}");
+    assert!(version.contains(" git:") || version.contains(" sources:"), "no build identity: {version}");
+    // Makefile.snippet records the line unquoted in a shell command.
+    let unsafe_chars: Vec<char> =
+        version.trim_end().chars().filter(|c| !c.is_ascii_alphanumeric() && !" ._+:-".contains(*c)).collect();
+    assert!(unsafe_chars.is_empty(), "shell metacharacters {unsafe_chars:?} in {version}");
+}
+
+/// The progress line on a terminal (a pty from `script`): the count only
+/// grows, and it is redrawn at most every 100 ms, not once per module.
+#[test]
+fn progress_counts_up_and_is_throttled() {
+    let dir = Scratch::new("progress");
+    let original = fs::read(MODULE).unwrap();
+    fs::create_dir(dir.0.join("t")).unwrap();
+    let n = 400;
+    for i in 0..n {
+        dir.file(&format!("t/m{i:03}.ko"), &original);
+    }
+    let script = std::process::Command::new("script").arg("--version").output();
+    assert!(
+        script.is_ok_and(|o| o.status.success()),
+        "this test needs script(1) from util-linux for a pseudo-terminal (apt-get install bsdutils)"
+    );
+    let cmd = format!("{} -j 2 --check {}", common::BIN, s(&dir.0.join("t")));
+    let start = std::time::Instant::now();
+    let out = std::process::Command::new("script").args(["-q", "-e", "-c", &cmd, "/dev/null"]).output().unwrap();
+    let elapsed = start.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("{n} modules: {n} would change")), "{text}");
+    let counts: Vec<usize> = text
+        .split('\r')
+        .filter_map(|p| p.strip_prefix("zero-weak-mcount: "))
+        .filter_map(|p| p.split('/').next()?.parse().ok())
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] < w[1]), "the count went backwards or repeated: {counts:?}");
+    let allowed = usize::try_from(elapsed.as_millis() / 100).unwrap() + 1;
+    assert!(counts.len() <= allowed, "{} redraws in {elapsed:?}: {counts:?}", counts.len());
 }

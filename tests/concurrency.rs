@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Concurrency: tools started on the same file at once serialise on the
 //! file's flock. The file ends up processed exactly once: its bytes equal
 //! the reference, every run exits 0, and exactly one run reports that it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The containment rule (`Check::Contains`) on synthetic modules of every
 //! arch it covers: arm64, riscv, s390, loongarch and arm. Each module has
 //! entries inside a sized function, in the patchable area before one, past

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Edge cases of the file system and of the ELF format, each a test: what
 //! is refused is refused clearly and left byte-identical; what is valid,
 //! however unusual, is processed correctly; nothing blocks or allocates

@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Interruption: `--atomic` runs killed with SIGKILL at seeded random
 //! moments, many times over, while they process many modules (the bundled
 //! one and large synthetic ones). After every kill each module must be
 //! either its original bytes or the fully processed bytes, never anything
 //! in between. A kill can leave the run's temporary file
-//! (`.NAME.zwm-PID.tmp`) behind; the test counts those, checks their names,
+//! (`.NAME.zwm-PID-N.tmp`) behind; the test counts those, checks their names,
 //! and checks that the next run that rewrites the module removes them.
 #![allow(
     clippy::cast_possible_truncation,

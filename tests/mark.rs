@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The `mcount=` modinfo tag: flipped to `zeroed:<callsites>:<symbols>`
 //! only when the run proves the module clean, back to `unchecked` when a
 //! run finds doubt, never otherwise; and the flipped file reads the same in
@@ -239,8 +240,11 @@ fn marking_follows_the_signature_policy() {
     let data = signed(&plain);
     let refused = analyze(&data, &with_config()).unwrap_err().to_string();
     assert!(refused.contains("signed"), "{refused}");
-    let check = analyze(&data, &Options { check: true, ..with_config() }).unwrap();
-    assert!(matches!(check.outcome, Outcome::Changed { marked: true, .. }), "{:?}", check.outcome);
+    // --check predicts the real run: the tag write alone makes it refuse.
+    let check = analyze(&data, &Options { check: true, ..with_config() }).unwrap_err().to_string();
+    assert_eq!(check, refused);
+    let check = analyze(&data, &Options { check: true, signed: SignedPolicy::Strip, ..with_config() }).unwrap();
+    assert!(matches!(check.outcome, Outcome::Changed { marked: true, stripped: true, .. }), "{:?}", check.outcome);
     let (stripped, a) = run(&data, &Options { signed: SignedPolicy::Strip, ..with_config() });
     assert!(matches!(a.outcome, Outcome::Changed { marked: true, stripped: true, .. }), "{:?}", a.outcome);
     assert_eq!(stripped, run(&plain, &with_config()).0);
@@ -326,4 +330,21 @@ fn a_table_without_relocations_is_proven_only_when_its_words_are_zero() {
         "{:#?}",
         a.details
     );
+}
+
+#[test]
+fn a_kernel_newer_than_the_checked_rules_is_processed_with_a_warning_but_never_tagged() {
+    let mut f = tagged(TAG, false);
+    f.vermagic = "7.9.1 SMP preempt mod_unload modversions";
+    let before = f.build();
+    let a = analyze(&before, &with_config()).unwrap();
+    assert!(matches!(a.outcome, Outcome::Changed { .. }), "{:?}", a.outcome);
+    assert!(a.warnings.iter().any(|w| w.contains("kernel 7.9.1 is newer than 7.3")), "{:?}", a.warnings);
+    let after = a.plan.apply_to(&before);
+    assert!(modinfo(&after).contains(&TAG.to_string()), "{:?}", modinfo(&after));
+    // The same module for a checked release is tagged.
+    f.vermagic = "7.3.0 SMP preempt mod_unload modversions";
+    let before = f.build();
+    let after = analyze(&before, &with_config()).unwrap().plan.apply_to(&before);
+    assert!(modinfo(&after).iter().any(|t| t.starts_with("mcount=zeroed:")), "{:?}", modinfo(&after));
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Mutation campaign: hostile variants of real and synthetic modules.
 //!
 //! About 10,000 deterministic cases (fixed seeds, an inline xorshift PRNG):

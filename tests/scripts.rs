@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The shell scripts keep out `CMD | grep -q`: under `pipefail`, grep exits
 //! at the first match, CMD may get SIGPIPE, and the pipeline then fails. A
 //! check that must find a line then fails at random, and one that must not
@@ -96,4 +97,155 @@ fn no_script_pipes_into_a_quiet_grep() {
         "`CMD | grep -q` under pipefail fails at random; capture CMD's output first:\n{}",
         bad.join("\n")
     );
+}
+
+/// Every source file and script carries its licence: `git ls-files`, less
+/// what is not code (docs, data, kernel patches) and, until they merge,
+/// the files of branches that are editing them right now.
+#[test]
+fn every_source_and_script_has_an_spdx_line() {
+    const PENDING_MERGE: [&str; 0] = [];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("git").arg("-C").arg(root).args(["ls-files", "-z"]).output();
+    let out = out.expect("this test needs git (apt-get install git)");
+    assert!(out.status.success(), "git ls-files failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for name in String::from_utf8(out.stdout).unwrap().split('\0').filter(|n| !n.is_empty()) {
+        let data = ["kernel/", "testdata/", "docs/"].iter().any(|d| name.starts_with(d))
+            || [".md", ".svg", ".lock", ".toml", ".patch", ".gitignore", "changelog", "format", "copyright", "COPYING"]
+                .iter()
+                .any(|s| name.ends_with(s));
+        if data || PENDING_MERGE.contains(&name) {
+            continue;
+        }
+        checked += 1;
+        let text = fs::read_to_string(root.join(name)).unwrap_or_default();
+        let head: Vec<&str> = text.lines().take(3).collect();
+        if !head.iter().any(|l| l.contains("SPDX-License-Identifier: GPL-2.0")) {
+            missing.push(name.to_string());
+        }
+    }
+    assert!(checked > 50, "only {checked} files checked: is this a git checkout?");
+    assert!(missing.is_empty(), "no SPDX-License-Identifier line in the first 3 lines of: {missing:?}");
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join(name)
+}
+
+fn run(cmd: &mut std::process::Command) -> (Option<i32>, String) {
+    let out = cmd.output().unwrap();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), text)
+}
+
+#[test]
+fn brp_help_prints_its_usage_outside_a_build() {
+    for arg in ["--help", "-h"] {
+        let (code, text) =
+            run(std::process::Command::new(script("brp-zero-weak-mcount")).arg(arg).env_remove("RPM_BUILD_ROOT"));
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.contains("Usage") && text.contains("brp-zero-weak-mcount [TOOL [TOOL-OPTION...]]"), "{text}");
+    }
+}
+
+/// A kernel tree as the installer sees it, inside a chroot-like root: the
+/// arch headers' `build` link is absolute, as on Debian.
+struct FakeRoot {
+    root: PathBuf,
+    modfinal: PathBuf,
+    original: Vec<u8>,
+}
+
+impl FakeRoot {
+    fn new(name: &str) -> FakeRoot {
+        let root = std::env::temp_dir().join(format!("zwm-hook-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let kver = "9.9.9-zwm-test";
+        let headers = root.join(format!("usr/src/linux-headers-{kver}/scripts"));
+        fs::create_dir_all(&headers).unwrap();
+        fs::create_dir_all(root.join(format!("lib/modules/{kver}"))).unwrap();
+        std::os::unix::fs::symlink(
+            format!("/usr/src/linux-headers-{kver}"),
+            root.join(format!("lib/modules/{kver}/build")),
+        )
+        .unwrap();
+        let original = b"cmd_ld_ko_o = $(LD) -r -o $@ $(filter %.o, $^)\n\n%.ko: %.o %.mod.o FORCE\n\t+$(call if_changed,ld_ko_o)\n".to_vec();
+        let modfinal = headers.join("Makefile.modfinal");
+        fs::write(&modfinal, &original).unwrap();
+        FakeRoot { root, modfinal, original }
+    }
+
+    fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut dirs = vec![self.root.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_symlink() {
+                    out.push((p.clone(), fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()));
+                } else if p.is_dir() {
+                    dirs.push(p);
+                } else {
+                    out.push((p.clone(), fs::read(&p).unwrap()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+impl Drop for FakeRoot {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+#[test]
+fn install_kbuild_hook_dry_run_says_would_and_changes_nothing() {
+    let t = FakeRoot::new("dry");
+    let before = t.files();
+    let tree = t.modfinal.parent().unwrap().parent().unwrap();
+    let (code, text) = run(std::process::Command::new(script("install-kbuild-hook")).arg("--dry-run").arg(tree));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("would copy") && text.contains("would hook"), "{text}");
+    assert!(!text.contains("copied") && !text.contains(": hooked"), "a dry run claims to have acted: {text}");
+    assert_eq!(t.files(), before);
+}
+
+/// `--root DIR --kver KVER` finds the headers inside DIR, through DIR's own
+/// absolute `build` link, never the host's; and the installer works from an
+/// installed layout (`make install`: sbin/ and share/zero-weak-mcount/).
+#[test]
+fn install_kbuild_hook_works_on_a_root_by_kver_from_an_installed_layout() {
+    let t = FakeRoot::new("root");
+    let prefix = t.root.join("opt/zwm");
+    fs::create_dir_all(prefix.join("sbin")).unwrap();
+    fs::create_dir_all(prefix.join("share/zero-weak-mcount")).unwrap();
+    let installed = prefix.join("sbin/install-kbuild-hook");
+    fs::copy(script("install-kbuild-hook"), &installed).unwrap();
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile.snippet"),
+        prefix.join("share/zero-weak-mcount/Makefile.snippet"),
+    )
+    .unwrap();
+    let hook = |args: &[&str]| run(std::process::Command::new(&installed).arg("--root").arg(&t.root).args(args));
+    let (code, text) = hook(&["--kver", "9.9.9-zwm-test"]);
+    assert_eq!(code, Some(0), "{text}");
+    let hooked = fs::read_to_string(&t.modfinal).unwrap();
+    assert!(hooked.contains("include $(srctree)/scripts/Makefile.zero-weak-mcount\n"), "{text}\n{hooked}");
+    assert!(hooked.contains("\n\t+$(zero-weak-mcount-ko)\n"), "{hooked}");
+    assert!(t.modfinal.with_file_name("Makefile.zero-weak-mcount").is_file());
+    assert_eq!(hook(&["--status", "--kver", "9.9.9-zwm-test"]).0, Some(0));
+    let (code, text) = hook(&["--uninstall", "--kver", "9.9.9-zwm-test"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(fs::read(&t.modfinal).unwrap(), t.original);
+    assert!(!t.modfinal.with_file_name("Makefile.zero-weak-mcount").exists());
+    assert_eq!(hook(&["--status", "--kver", "9.9.9-zwm-test"]).0, Some(1));
+    // Without --root the same KVER is the host's, which has no such headers.
+    let (code, text) = run(std::process::Command::new(&installed).args(["--kver", "9.9.9-zwm-test"]));
+    assert_eq!(code, Some(1), "{text}");
 }

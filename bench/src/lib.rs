@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Shared pieces of the benchmark binaries.
 //!
 //! `tool_*` run, with the library's public API, the phases of
@@ -40,7 +41,7 @@ pub fn image(data: &[u8]) -> Res<&[u8]> {
 /// Phase 1 (parse): ELF header, section table, vermagic, the rule.
 pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
     let info = elf::parse_info(image)?;
-    match arch::rule_for(&info, None, &Overrides::default())? {
+    match arch::rule_for(image, &info, None, &Overrides::default())? {
         Scope::Act(rule) => Ok(Some((info, rule))),
         Scope::Unchecked(_) => Ok(None),
     }
@@ -49,7 +50,7 @@ pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
 /// Phase 2 (extract): the callsite relocations and the lookup symbols.
 pub fn tool_extract<'a>(image: &'a [u8], info: &ElfInfo, rule: &Rule) -> Res<Option<Extracted<'a>>> {
     let Some(callsite) = info.alloc_section(rule.section) else { return Ok(None) };
-    Ok(elf::extract(image, info, callsite, rule.shape)?.table())
+    Ok(elf::extract(image, info, callsite, rule.shape, rule.mapping)?.table())
 }
 
 /// Phase 5 (decide): the library's own per-entry pipeline.
@@ -114,7 +115,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
     let symbols = SymbolIndex::new(&x.symbols, x.strings);
     p.sort = t.elapsed();
     let t = Instant::now();
-    let layout = Layout::new(&info.sections, &symbols, |name| rule.region(name));
+    let layout = Layout::for_rule(&info.sections, &symbols, &rule);
     p.layout = t.elapsed();
     let t = Instant::now();
     let d = tool_decide(image, &info, &rule, &x, &symbols, &layout);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Write the seed corpus: the synthetic module of every arch (the test
 //! fixtures, tests/common) and the bundled real module, plain and signed.
 //!

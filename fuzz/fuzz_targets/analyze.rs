@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Parse and plan: `analyze` on arbitrary bytes must return, never panic,
 //! under every signature policy and with a config that selects the
 //! ppc64 `+8` adjust and the x86_64 no-IBT rule.

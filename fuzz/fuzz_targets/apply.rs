@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Apply: whatever `analyze` accepts, its plan applies without panicking,
 //! the output parses again, a second run is a no-op, and nothing outside
 //! the callsite table, its relocation section and that section's

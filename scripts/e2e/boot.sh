@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # boot.sh — boot a kernel under QEMU (TCG, one vCPU) with a minimal initramfs
 # that loads the given modules in order and reports what ftrace made of them.
 #
 # Usage:
-#   scripts/e2e/boot.sh --arch x86_64|ppc64le|aarch64|riscv64|s390x
+#   scripts/e2e/boot.sh --arch x86_64|i386|ppc64le|aarch64|riscv64|s390x
 #                       --kernel FILE --busybox FILE
 #                       --out DIR [--timeout SEC] [--mem MB] MODULE.ko...
 #
@@ -54,6 +55,12 @@ case "$arch" in
         qemu=(qemu-system-x86_64 -accel tcg -smp 1 -m "${mem:-512}")
         console=ttyS0
         timeout=${timeout:-180};;
+    i386)
+        # qemu32: a plain 32-bit CPU (P6-class: CMOV, no long mode), enough
+        # for Debian's 686 flavour.
+        qemu=(qemu-system-i386 -accel tcg -cpu qemu32 -smp 1 -m "${mem:-512}")
+        console=ttyS0
+        timeout=${timeout:-180};;
     ppc64le)
         qemu=(qemu-system-ppc64 -accel tcg -M pseries,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off -cpu power9 -smp 1 -m "${mem:-1024}")
         console=hvc0
@@ -74,7 +81,7 @@ case "$arch" in
         console=ttysclp0
         # The SCLP console slows to a crawl when the host is busy.
         timeout=${timeout:-600};;
-    *) die "unknown arch $arch (x86_64|ppc64le|aarch64|riscv64|s390x)";;
+    *) die "unknown arch $arch (x86_64|i386|ppc64le|aarch64|riscv64|s390x)";;
 esac
 command -v "${qemu[0]}" >/dev/null || die "${qemu[0]} not found"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Helpers for the zero-weak-mcount end-to-end test (scripts/e2e.sh).
 
 Subcommands:

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# deb: scripts/dh_zero_weak_mcount in a real dpkg-buildpackage run.
-# The package (scripts/integration/deb/debian) builds testdata/zwm_test
-# against the host's (unhooked) headers, installs it into
-# debian/zwm-test-modules/lib/modules/KVER/updates and calls the step in
-# execute_after_dh_strip.  The module inside the built .deb (dpkg-deb -x) must
-# be processed, and DEBIAN/md5sums must match the processed file.  A missing
-# tool must fail the build.
+# SPDX-License-Identifier: GPL-2.0-only
+# deb: dh_zero_weak_mcount in a real dpkg-buildpackage run, as the tool's
+# .deb installed it (ZWM_ROOT: the step on PATH, its sequence add-on on
+# PERL5LIB).  The package (scripts/integration/deb/debian) builds
+# testdata/zwm_test against the host's (unhooked) headers, installs it into
+# debian/zwm-test-modules/lib/modules/KVER/updates, and gets the step from
+# "Build-Depends: dh-sequence-zero-weak-mcount" alone.  The module inside the
+# built .deb (dpkg-deb -x) must be processed, and DEBIAN/md5sums must match
+# the processed file.  A missing tool must fail the build.
 #
-# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK (see lib.sh).
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see lib.sh).
 suite=deb
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_cmd dpkg-buildpackage dh dpkg-deb make gcc-12
@@ -16,8 +18,10 @@ W=$ZWM_WORK/deb
 rm -rf "$W"
 mkdir -p "$W"
 pkgsrc=$(dirname "${BASH_SOURCE[0]}")/deb
-dhstep=$ZWM_REPO/scripts/dh_zero_weak_mcount
+dhstep=$ZWM_ROOT/usr/bin/dh_zero_weak_mcount
+addon=$ZWM_ROOT/usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm
 [ -x "$dhstep" ] || fail "$dhstep is not executable"
+[ -f "$addon" ] || fail "the .deb did not install the sequence add-on $addon"
 
 # the step's own documentation renders (debhelper tools are POD-documented)
 perl -c "$dhstep" >/dev/null 2>"$W/perlc.err" || { show "$W/perlc.err"; fail "perl -c $dhstep failed"; }
@@ -29,14 +33,17 @@ mkpkg() {
 	cp -a "$pkgsrc/debian" "$1/"
 	cp -- "$ZWM_REPO"/testdata/zwm_test/Kbuild "$ZWM_REPO"/testdata/zwm_test/*.[ch] "$1/src/"
 }
-# build NAME [VAR=VALUE...]: dpkg-buildpackage -b in $W/NAME/zwm-test-modules-1.0
+# build NAME [VAR=VALUE...]: dpkg-buildpackage -b in $W/NAME/zwm-test-modules-1.0.
+# -d: the build dependency dh-sequence-zero-weak-mcount is provided by the
+# tool's .deb in the scratch root, which the host's dpkg does not know.
 build() {
 	local n=$1
 	shift
 	mkpkg "$W/$n/zwm-test-modules-1.0"
 	(cd "$W/$n/zwm-test-modules-1.0" &&
-		env KVER="$ZWM_KVER" DH_ZERO_WEAK_MCOUNT="$dhstep" ZERO_WEAK_MCOUNT="$ZWM_TOOL" DH_VERBOSE=1 "$@" \
-			dpkg-buildpackage -us -uc -b) >"$W/$n.log" 2>&1
+		env KVER="$ZWM_KVER" ZERO_WEAK_MCOUNT="$ZWM_TOOL" DH_VERBOSE=1 \
+			PATH="$ZWM_ROOT/usr/bin:$PATH" PERL5LIB="$ZWM_ROOT/usr/share/perl5" "$@" \
+			dpkg-buildpackage -us -uc -b -d) >"$W/$n.log" 2>&1
 }
 
 build good || { tail -n 40 "$W/good.log" | show /dev/stdin; fail "dpkg-buildpackage failed"; }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # DKMS: Debian's dkms adds, builds and installs testdata/zwm_test as a DKMS
 # package against the hooked headers copy (from kbuild.sh).  DKMS then
 # strips (strip -g), signs (sign-file with a MOK key) and installs it; the
@@ -18,7 +19,7 @@ need_cmd dkms make gcc-12 openssl
 W=$ZWM_WORK/dkms
 rm -rf "$W"
 mkdir -p "$W/src" "$W/tree" "$W/modules/$ZWM_KVER"
-"$ZWM_REPO/scripts/install-kbuild-hook" --status "$ZWM_HDR" >/dev/null 2>&1 ||
+"$ZWM_ROOT/usr/sbin/install-kbuild-hook" --status "$ZWM_HDR" >/dev/null 2>&1 ||
 	fail "the headers copy $ZWM_HDR is not hooked (run the kbuild suite first)"
 
 # private trees; signing key in scratch (dkms reads these from the
@@ -86,7 +87,7 @@ ok "dkms remove 1.0 --all: module uninstalled"
 
 # --- 2. fallback for unhooked headers: MAKE[0] chain ----------------------------------------
 hostk=/usr/src/linux-headers-$ZWM_KVER
-if "$ZWM_REPO/scripts/install-kbuild-hook" --status "$hostk" >/dev/null 2>&1; then
+if "$ZWM_ROOT/usr/sbin/install-kbuild-hook" --status "$hostk" >/dev/null 2>&1; then
 	fail "the host's $hostk is hooked; the fallback test needs unhooked headers"
 fi
 v=1.1

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Kbuild hook, real build: install the hook into a private copy of Debian's
 # linux-headers-KVER (arch tree + -common + linux-kbuild, as installed), then
 # build testdata/zwm_test out of tree with `make -C <headers> M=<dir>` and
 # check what the hook does.  Leaves the copy hooked (the DKMS test uses it).
 #
-# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_HDR (see lib.sh).
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_HDR ZWM_ROOT (see lib.sh).
 suite=kbuild
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 : "${ZWM_HDR:?}"
 need_cmd make gcc-12 readelf
 
-hook=$ZWM_REPO/scripts/install-kbuild-hook
+hook=$ZWM_ROOT/usr/sbin/install-kbuild-hook
 W=$ZWM_WORK/kbuild
 rm -rf "$W"
 mkdir -p "$W"

@@ -1,9 +1,14 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Shared helpers for the integration tests (sourced, bash).
 #
 # Environment set by scripts/integration-test.sh (each test script can also be
 # run on its own with these set):
 #   ZWM_REPO   the checkout
-#   ZWM_TOOL   absolute path of the real zero-weak-mcount binary
+#   ZWM_TOOL   absolute path of the real zero-weak-mcount binary, as the
+#              .deb installed it under ZWM_ROOT
+#   ZWM_ROOT   scratch root the tool's .deb is installed in (dpkg --root)
+#   ZWM_RPM_ROOT  scratch root the tool's .rpm is installed in (rpm --root)
+#   ZWM_DEB    the tool's .deb
 #   ZWM_KVER   kernel release of the Debian headers, e.g. 6.1.0-57-amd64
 #   ZWM_WORK   scratch folder of this run
 #   ZWM_HDR    the arch headers tree of a private copy of the Debian headers
@@ -11,7 +16,7 @@
 
 set -euo pipefail
 
-: "${ZWM_REPO:?}" "${ZWM_TOOL:?}" "${ZWM_KVER:?}" "${ZWM_WORK:?}"
+: "${ZWM_REPO:?}" "${ZWM_TOOL:?}" "${ZWM_KVER:?}" "${ZWM_WORK:?}" "${ZWM_ROOT:?}" "${ZWM_RPM_ROOT:?}"
 
 suite=${suite:-$(basename "$0" .sh)}
 n_ok=0

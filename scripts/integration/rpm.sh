@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # rpm: scripts/brp-zero-weak-mcount + scripts/macros.zero-weak-mcount.
 #   1. the brp conventions, on a fake buildroot;
 #   2. a real rpmbuild of zwm-test-kmod.spec (Fedora kernel.spec shape: the
@@ -8,13 +9,16 @@
 #   3. the same spec with the brp placed after signing must fail the build;
 #   4. NO_BRP_ZERO_WEAK_MCOUNT=true builds, unprocessed.
 #
-# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK (see lib.sh).
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_RPM_ROOT (see lib.sh).
 suite=rpm
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 need_cmd rpmbuild rpm2cpio cpio xz openssl make gcc-12
 
-brp=$ZWM_REPO/scripts/brp-zero-weak-mcount
-macros=$ZWM_REPO/scripts/macros.zero-weak-mcount
+# As the tool's .rpm installed them.
+brp=$ZWM_RPM_ROOT/usr/lib/rpm/brp-zero-weak-mcount
+macros=$ZWM_RPM_ROOT/usr/lib/rpm/macros.d/macros.zero-weak-mcount
+rpmtool=$ZWM_RPM_ROOT/usr/bin/zero-weak-mcount
+[ -x "$brp" ] && [ -f "$macros" ] && [ -x "$rpmtool" ] || fail "the tool's .rpm did not install brp, macros and binary under $ZWM_RPM_ROOT"
 W=$ZWM_WORK/rpm
 rm -rf "$W"
 mkdir -p "$W"
@@ -39,21 +43,21 @@ mkbr() {
 	cp -- "$raw" "$br/usr/lib/modules/$ZWM_KVER/extra/b.ko"
 	ln "$br/usr/lib/modules/$ZWM_KVER/extra/b.ko" "$br/usr/lib/modules/$ZWM_KVER/extra/b-link.ko"
 }
-out=$(env -u RPM_BUILD_ROOT "$brp" "$ZWM_TOOL" 2>&1) && [ -z "$out" ] || fail "RPM_BUILD_ROOT unset: expected silent exit 0, got: $out"
+out=$(env -u RPM_BUILD_ROOT "$brp" "$rpmtool" 2>&1) && [ -z "$out" ] || fail "RPM_BUILD_ROOT unset: expected silent exit 0, got: $out"
 out=$(RPM_BUILD_ROOT=/ "$brp" /bin/false 2>&1) && [ -z "$out" ] || fail "RPM_BUILD_ROOT=/: expected silent exit 0, got: $out"
 ok "RPM_BUILD_ROOT unset or '/': exits 0 at once, silently (the tool is not even looked at)"
 
 mkbr
 s=$(sha "$raw")
-out=$(RPM_BUILD_ROOT=$br NO_BRP_ZERO_WEAK_MCOUNT=true "$brp" "$ZWM_TOOL" 2>&1) || fail "opt-out failed: $out"
+out=$(RPM_BUILD_ROOT=$br NO_BRP_ZERO_WEAK_MCOUNT=true "$brp" "$rpmtool" 2>&1) || fail "opt-out failed: $out"
 [ "$(sha "$br/lib/modules/$ZWM_KVER/extra/a.ko")" = "$s" ] || fail "opt-out still changed a module"
 ok "NO_BRP_ZERO_WEAK_MCOUNT=true: exit 0, modules untouched, says: $out"
 
 mkdir -p "$W/empty"
-out=$(RPM_BUILD_ROOT=$W/empty "$brp" "$ZWM_TOOL" 2>&1) && [ -z "$out" ] || fail "buildroot without modules: $out"
+out=$(RPM_BUILD_ROOT=$W/empty "$brp" "$rpmtool" 2>&1) && [ -z "$out" ] || fail "buildroot without modules: $out"
 ok "a buildroot without lib/modules: exit 0, silent"
 
-RPM_BUILD_ROOT=$br RPM_BUILD_NCPUS=2 "$brp" "$ZWM_TOOL" --kconfig "$ksrc/include/config/auto.conf" 2>"$W/brp1.err" ||
+RPM_BUILD_ROOT=$br RPM_BUILD_NCPUS=2 "$brp" "$rpmtool" --kconfig "$ksrc/include/config/auto.conf" 2>"$W/brp1.err" ||
 	{ show "$W/brp1.err"; fail "brp on a fake buildroot failed"; }
 for f in lib/modules/$ZWM_KVER/extra/a.ko usr/lib/modules/$ZWM_KVER/extra/b.ko; do
 	expect_processed "$br/$f" "brp (RPM_BUILD_NCPUS=2): $f"
@@ -62,7 +66,7 @@ done
 cmp -s "$br/lib/modules/$ZWM_KVER/extra/a.ko" "$br/usr/lib/modules/$ZWM_KVER/extra/b.ko" || fail "same input, different output"
 cp -- "$br/lib/modules/$ZWM_KVER/extra/a.ko" "$W/ncpus2.ko"
 mkbr
-RPM_BUILD_ROOT=$br RPM_BUILD_NCPUS=1 "$brp" "$ZWM_TOOL" --kconfig "$ksrc/include/config/auto.conf" 2>/dev/null || fail "brp with RPM_BUILD_NCPUS=1 failed"
+RPM_BUILD_ROOT=$br RPM_BUILD_NCPUS=1 "$brp" "$rpmtool" --kconfig "$ksrc/include/config/auto.conf" 2>/dev/null || fail "brp with RPM_BUILD_NCPUS=1 failed"
 cmp -s "$br/lib/modules/$ZWM_KVER/extra/a.ko" "$W/ncpus2.ko" || fail "the result depends on RPM_BUILD_NCPUS"
 ok "walks lib/modules and usr/lib/modules; hard-linked module kept linked; RPM_BUILD_NCPUS=1 and =2 give identical bytes"
 
@@ -70,9 +74,20 @@ mkbr
 xz --check=crc32 -k "$br/lib/modules/$ZWM_KVER/extra/a.ko"
 rc=0; RPM_BUILD_ROOT=$br "$brp" /bin/false 2>"$W/brp-fail.err" || rc=$?
 [ "$rc" != 0 ] || fail "a failing tool did not make the brp fail"
-grep -q 'compressed module not processed' "$W/brp-fail.err" || fail "no warning about the .ko.xz"
+grep -q 'compressed module left unchanged' "$W/brp-fail.err" || fail "no warning about the .ko.xz"
 show "$W/brp-fail.err" "stderr: "
 ok "a failing tool makes the brp exit $rc; a .ko.xz in the buildroot is reported as not processed"
+
+# With the real tool the .ko.xz is reported by both, with the same advice.
+rm -f "$br/lib/modules/$ZWM_KVER/extra/a.ko"
+RPM_BUILD_ROOT=$br "$brp" "$rpmtool" 2>"$W/brp-xz.err" || { show "$W/brp-xz.err"; fail "brp with a .ko.xz failed"; }
+show "$W/brp-xz.err" "stderr: "
+grep -q 'brp-zero-weak-mcount: warning: compressed module left unchanged: run brp-zero-weak-mcount before compression' "$W/brp-xz.err" &&
+	grep -q 'zero-weak-mcount: warning: 1 compressed modules left unchanged: process modules before they are compressed' "$W/brp-xz.err" ||
+	fail "the brp and the tool do not both advise processing before compression"
+out=$(env -u RPM_BUILD_ROOT "$brp" --help 2>&1) || fail "brp --help failed"
+grep -q '^Usage' <<<"$out" || fail "brp --help printed no usage: $out"
+ok "brp and tool agree on a .ko.xz (process before compression); brp --help prints its usage"
 
 # --- 2. rpmbuild -----------------------------------------------------------------
 # A private _rpmconfigdir (rpm's own files + our brp), as if the brp were
@@ -93,7 +108,7 @@ rpmb() {
 	rpmbuild -bb --nodeps --load "$macros" \
 		--define "_topdir $W/top-$n" \
 		--define "_rpmconfigdir $W/rpmconfig" \
-		--define "__zero_weak_mcount $ZWM_TOOL" \
+		--define "__zero_weak_mcount $rpmtool" \
 		--define "_zero_weak_mcount_opts --kconfig $ksrc/include/config/auto.conf" \
 		--define "kver $ZWM_KVER" --define "ksrc $ksrc" \
 		--define "zwm_src $ZWM_REPO/testdata/zwm_test" \

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """genmod.py DIR NAME FUNCTIONS — write a Kbuild external module of the
 shape that makes ftrace's per-record check expensive, at any scale.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Judge and tabulate the kernel-bench boots (scripts/kernel-bench.sh).
 
   report.py WORK SIZES.TSV BOOT_DIR...

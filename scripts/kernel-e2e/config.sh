@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
 # config.sh SRC OBJ — write the trimmed x86_64 configuration the kernel e2e
 # builds, into OBJ/.config, and fail unless every option the proof relies on
 # came out as asked.  Both kernels (stock and series) get this same file; the

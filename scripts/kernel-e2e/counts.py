@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """counts.py MODULE.ko — print the mcount= tag value the series kernel
 accepts for MODULE: "zeroed:<callsites>:<symbols>", eight hex digits each.
 

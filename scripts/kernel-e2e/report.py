@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Judge the kernel e2e boots (scripts/kernel-e2e.sh) and report.
 
   report.py OUT.md BOOT_DIR...

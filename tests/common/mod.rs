@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Synthetic kernel modules written with `object::write`, and an independent
 //! reader (object's generic `read` API, not our ELF layer) to check results.
 #![allow(dead_code)]
@@ -44,6 +45,9 @@ pub fn stderr(o: &Output) -> String {
 }
 
 pub const VERMAGIC: &str = "7.2.0 SMP preempt mod_unload modversions";
+/// A powerpc kernel built with patchable entries says so in every module's
+/// vermagic (arch/powerpc/include/asm/vermagic.h).
+pub const VERMAGIC_PPC_PATCHABLE: &str = "7.2.0 SMP preempt mod_unload modversions patchable-function-entry";
 
 /// One text section of a fixture: its size, its named symbols and the
 /// record ips of its callsite entries (the location is `ip - adjust`).
@@ -81,8 +85,11 @@ impl Fixture {
         for t in &self.texts {
             let id = obj.add_section(Vec::new(), t.name.as_bytes().to_vec(), SectionKind::Text);
             // A recognisable, non-zero filler (ppc nop) so no accidental
-            // instruction pattern appears.
-            let filler: Vec<u8> = [0x60u8, 0, 0, 0].iter().copied().cycle().take(t.size as usize).collect();
+            // instruction pattern appears. x86_64 fixtures are IBT builds,
+            // as distributions' x86_64 kernels are: their code holds endbr64,
+            // which is what the tool reads IBT from without a config.
+            let pattern: [u8; 4] = if self.arch == Architecture::X86_64 { [0xf3, 0x0f, 0x1e, 0xfa] } else { [0x60, 0, 0, 0] };
+            let filler: Vec<u8> = pattern.iter().copied().cycle().take(t.size as usize).collect();
             obj.set_section_data(id, filler, 16);
             for &(name, value) in &t.symbols {
                 add_function(&mut obj, id, name.as_bytes(), value, 4, SymbolScope::Compilation);
@@ -173,7 +180,11 @@ pub fn standard(
         callsite,
         abs_type,
         adjust,
-        vermagic: VERMAGIC,
+        vermagic: if matches!(arch, Architecture::PowerPc | Architecture::PowerPc64) && callsite == "__patchable_function_entries" {
+            VERMAGIC_PPC_PATCHABLE
+        } else {
+            VERMAGIC
+        },
         modinfo: Vec::new(),
         texts: vec![
             Text {

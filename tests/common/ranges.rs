@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! The bytes a run may change, from the library's own parse of the input:
 //! one definition for the mutation campaign, the fuzz targets
 //! (`fuzz/fuzz_targets/apply.rs` includes this file) and the edge cases.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Baseline "naive": the tool's flow (`--check`, nothing written) with the
 //! kernel's O(entries x symbols) search in place of the sorted index.
 //! Same parsing and planning code (the library's); only the search differs.

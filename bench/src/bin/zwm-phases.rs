@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! In-process phase timings of the tool's analysis (the library's own
 //! functions, called as `process::analyze` calls them), and of the naive
 //! kernel-style search on the same parsed data.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Baseline "read limit": touch exactly the bytes zero-weak-mcount must read
 //! to decide a module, and nothing else: the ELF header, the section header
 //! table, `.shstrtab`, the symbol table and its string table, the callsite

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Write a synthetic x86_64 kernel module with N functions and N
 //! `__mcount_loc` entries, with object::write.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 //! Cut the appended module signature off each FILE, in place
 //! (`[ELF][PKCS#7][12-byte struct module_signature][~Module signature appended~\n]`).
 //! Files without a signature are left alone.

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The build identity behind `--version`: `git describe --always --dirty`
+//! of the checkout, with a hash of the sources added when the tree is dirty
+//! (two different dirty builds must not look alike), or that hash alone
+//! when there is no git, as in a release tarball or a distribution build.
+//! The Kbuild hook records the `--version` line, so any rebuilt tool with
+//! other sources reprocesses every module.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What goes into the binary: a change to anything else (docs, scripts)
+/// leaves the identity alone.
+const INPUTS: [&str; 4] = ["src", "build.rs", "Cargo.toml", "Cargo.lock"];
+
+fn main() {
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    for input in INPUTS {
+        println!("cargo:rerun-if-changed={input}");
+    }
+    let hash = format!("{:016x}", sources_hash(&root));
+    let id = match git_describe(&root).map(|d| shell_safe(&d)) {
+        Some(d) if d.ends_with("-dirty") => format!("git:{d} sources:{hash}"),
+        Some(d) => format!("git:{d}"),
+        None => format!("sources:{hash}"),
+    };
+    println!("cargo:rustc-env=ZWM_BUILD_ID={id}");
+}
+
+/// The Kbuild hook puts the `--version` line into a recorded shell command
+/// (`: zero-weak-mcount TOOL VERSION FLAGS`), unquoted, so it must hold no
+/// shell or make metacharacter: a tag name could.
+fn shell_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || "._+-".contains(c) { c } else { '_' }).collect()
+}
+
+/// `git describe`, and the files whose change must rerun this script: the
+/// checked-out commit and the index.
+fn git_describe(root: &Path) -> Option<String> {
+    let git = |args: &[&str]| {
+        let out = Command::new("git").arg("-C").arg(root).args(args).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    // Only a checkout of this crate: a tarball unpacked inside some other
+    // repository (a distribution's packaging repository) must not take its
+    // identity from that repository.
+    let top = git(&["rev-parse", "--show-toplevel"])?;
+    if fs::canonicalize(&top).ok()? != fs::canonicalize(root).ok()? {
+        return None;
+    }
+    for path in ["HEAD", "index"] {
+        if let Some(p) = git(&["rev-parse", "--git-path", path]) {
+            println!("cargo:rerun-if-changed={}", root.join(p).display());
+        }
+    }
+    if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"])
+        && let Some(p) = git(&["rev-parse", "--git-path", &r])
+    {
+        println!("cargo:rerun-if-changed={}", root.join(p).display());
+    }
+    git(&["describe", "--always", "--dirty"]).filter(|d| !d.is_empty())
+}
+
+/// FNV-1a over the inputs' relative paths and contents, in sorted order:
+/// stable across machines and Rust releases, which std's hasher is not.
+fn sources_hash(root: &Path) -> u64 {
+    let mut files = Vec::new();
+    for input in INPUTS {
+        collect(&root.join(input), &mut files);
+    }
+    files.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap_or(&f);
+        feed(rel.to_string_lossy().as_bytes());
+        feed(&[0]);
+        feed(&fs::read(&f).unwrap_or_default());
+        feed(&[0]);
+    }
+    h
+}
+
+fn collect(path: &Path, out: &mut Vec<PathBuf>) {
+    if path.is_dir() {
+        for entry in fs::read_dir(path).into_iter().flatten().flatten() {
+            collect(&entry.path(), out);
+        }
+    } else if path.is_file() {
+        out.push(path.to_path_buf());
+    }
+}

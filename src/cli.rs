@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The command line, as data: `main` parses it, and `examples/gen-docs.rs`
+//! turns the same definition into the man page and the shell completions,
+//! so that neither can drift from the options the binary accepts.
+
+#![allow(clippy::struct_excessive_bools, reason = "Cli holds independent command-line switches")]
+
+use std::path::PathBuf;
+
+use clap::{CommandFactory as _, Parser};
+
+use crate::process::{CompressedPolicy, SignedPolicy};
+
+pub const NAME: &str = "zero-weak-mcount";
+
+/// The crate version and the build identity from build.rs: a `git
+/// describe` of the sources, or a hash of them outside git. The Kbuild hook
+/// records this line in a shell command, so a rebuilt tool reprocesses every
+/// module; build.rs keeps it free of shell metacharacters.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " ", env!("ZWM_BUILD_ID"));
+
+/// Zero the ftrace callsite entries of overridden weak functions in Linux
+/// kernel modules, so the kernel never builds records for them.
+///
+/// Run it on each .ko right after it is linked, before it is signed,
+/// stripped or compressed; or on a whole module tree (a DIR argument) when
+/// packaging. All output goes to stderr.
+///
+/// Exit status: 0 on success, including "nothing to do"; 1 when any file
+/// failed, was refused, or would change under --check; 2 on a usage error.
+#[derive(Parser, Debug)]
+#[command(name = NAME, version = VERSION)]
+#[allow(clippy::doc_markdown, reason = "these comments are the --help text and the man page, where backticks show")]
+pub struct Cli {
+    /// Module files (.ko, .ko.xz, .ko.zst, .ko.gz), processed in place, or directories to walk
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Write nothing; exit 1 if any file would change or the real run would fail
+    #[arg(long)]
+    pub check: bool,
+    /// List each zeroed entry and each entry kept for doubt, and a summary per file
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Write the result to PATH instead of in place (one input file only; - is stdout)
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Kernel .config or include/config/auto.conf the modules were built with
+    #[arg(long, value_name = "FILE")]
+    pub kconfig: Option<PathBuf>,
+    /// Override FTRACE_MCOUNT_MAX_OFFSET (default: from --kconfig, else the widest the arch allows)
+    #[arg(long, value_name = "N")]
+    pub max_offset: Option<u64>,
+    /// The callsite section the kernel reads (__mcount_loc or __patchable_function_entries)
+    #[arg(long, value_name = "NAME")]
+    pub section: Option<String>,
+    /// What to do with a signed module that needs changes (one that needs none is left as it is)
+    #[arg(long, value_enum, default_value_t = SignedPolicy::Refuse, value_name = "POLICY")]
+    pub signed: SignedPolicy,
+    /// What to do with a compressed module (.ko.xz, .ko.zst, .ko.gz)
+    #[arg(long, value_enum, default_value_t = CompressedPolicy::Leave, value_name = "POLICY")]
+    pub compressed: CompressedPolicy,
+    /// Treat warnings as errors (the file is left unchanged)
+    #[arg(long)]
+    pub fatal_warnings: bool,
+    /// Write a temporary file, fsync it and rename it over the original
+    #[arg(long)]
+    pub atomic: bool,
+    /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
+    #[arg(long)]
+    pub tree: bool,
+    /// Worker threads, at least 1 [default: $RPM_BUILD_NCPUS, else the available CPUs]
+    #[arg(short, long, value_name = "N", value_parser = jobs)]
+    pub jobs: Option<usize>,
+}
+
+/// `-j 0` is refused rather than read as "one per CPU" (as `xz -T0` does):
+/// the default already is one per CPU, and a 0 computed by a script is a
+/// bug better reported than guessed at.
+fn jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("0 threads: give 1 or more (leave -j out for one per CPU)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The clap definition, for the man page and completions.
+#[must_use]
+pub fn command() -> clap::Command {
+    Cli::command()
+}
