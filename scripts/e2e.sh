@@ -226,8 +226,11 @@ run_variants() {
                 FAILURES+=("$case/$v: $name: $(grep -F -m1 "is newer than" "$vdir/$name.log")")
                 ok=0
             fi
-            if [ "$("${PY[@]}" sigstate "$vdir/$name.ko")" != unsigned ]; then
-                FAILURES+=("$case/$v: $name output still carries a signature")
+            # --signed=strip drops the signature of a module it changes; one
+            # with nothing to change comes out as it went in, still signed.
+            if [ "$("${PY[@]}" sigstate "$vdir/$name.ko")" != unsigned ] &&
+               ! cmp -s "$vdir/$name.ko" "$cdir/shipped/$name.ko"; then
+                FAILURES+=("$case/$v: $name output was changed but still carries a signature")
                 ok=0
             fi
             if [ "$v" != zero-extra ]; then
