@@ -26,7 +26,7 @@ log "work folder: $work"
 python3 "$REPO/scripts/e2e/neutralize.py" "$module" "$work/orig.ko" >/dev/null
 python3 "$REPO/scripts/e2e/neutralize.py" "$module" "$work/zeroed.ko" 0 >&2
 boot() {
-    "$REPO/scripts/e2e/boot.sh" --arch arm64 --kernel "$root/boot/vmlinuz-$kver" \
+    "$REPO/scripts/e2e/boot.sh" --arch aarch64 --kernel "$root/boot/vmlinuz-$kver" \
         --busybox "$root/bin/busybox" --out "$work/$1" "$work/$1.ko"
 }
 boot orig || die "the module as shipped does not boot cleanly (see $work/orig/console.log)"
