@@ -179,12 +179,20 @@ fetchable() {
     [ -n "$file" ] || return 1
     [ -f "$DEBS/$file" ] || (cd "$DEBS" && apt-get "${APT_OPTS[@]}" download "$1" >&2)
 }
-if ! fetchable "$IMAGE"; then
+# The answer is remembered per listed build, so that later runs (and offline
+# ones) do not probe the missing builds again.
+FALLBACK=$APTDIR/state/fallback
+if [ -f "$FALLBACK" ] && [ "$(head -n1 "$FALLBACK")" = "$IMAGE" ]; then
+    IMAGE=$(sed -n 2p "$FALLBACK")
+    log "$META: the mirror lacked the listed build last time; using $IMAGE"
+elif ! fetchable "$IMAGE"; then
     log "warning: $IMAGE is listed but cannot be downloaded; trying older builds"
+    listed=$IMAGE
     IMAGE=$(apt-cache "${APT_OPTS[@]}" search --names-only "^linux-image-[0-9].*-$FLAVOUR(-unsigned)?\$" 2>/dev/null |
         awk '{print $1}' | grep -vxF "$IMAGE" | sort -rV |
         while read -r p; do fetchable "$p" && { echo "$p"; break; }; done)
     [ -n "$IMAGE" ] || die "no linux-image-*-$FLAVOUR in $SUITE/$DEBARCH can be downloaded"
+    printf '%s\n%s\n' "$listed" "$IMAGE" > "$FALLBACK"
 fi
 ABI=${IMAGE#linux-image-}
 ABI=${ABI%-unsigned}
