@@ -41,6 +41,8 @@ c --enable MODULES --enable MODULE_UNLOAD \
   --disable WLAN --disable NETFILTER --disable NET --disable BLOCK \
   --disable SCSI --disable ATA --disable USB_SUPPORT --disable INFINIBAND \
   --disable MD --disable FB --disable INPUT --disable VT --disable HID \
+  --disable EXT2_FS --disable EXT3_FS --disable EXT4_FS --disable XFS_FS --disable FAT_FS \
+  --disable MSDOS_FS --disable ISO9660_FS --disable NFS_FS --disable SQUASHFS \
   --disable MEDIA_SUPPORT --disable VFIO --disable VHOST_MENU --disable MTD \
   --disable HWMON --disable THERMAL --disable WATCHDOG --disable I2C --disable SPI \
   --disable GPIOLIB --disable NEW_LEDS --disable PTP_1588_CLOCK --disable POWER_SUPPLY \
