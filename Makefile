@@ -1,5 +1,5 @@
 # The commands a developer and CI need. `make check` is what .ci/run runs.
-.PHONY: all demo test integration e2e kernel-e2e kernel-e2e-ppc64le kernel-bench kernel-bench-amdgpu check bench fuzz
+.PHONY: all demo test integration e2e e2e-clang kernel-e2e kernel-e2e-ppc64le kernel-bench kernel-bench-amdgpu check bench fuzz
 
 all:
 	cargo build --release
@@ -23,6 +23,11 @@ kernel-e2e: all
 # alone takes most of an hour on 2 cores (docs/kernel-e2e.md).
 kernel-e2e-ppc64le: all
 	scripts/kernel-e2e-ppc64le.sh
+
+# Not part of check: kvm.ko built with clang against kernels built with
+# clang, x86_64 and ppc64le; each builds a kernel first (docs/e2e.md).
+e2e-clang: all
+	scripts/e2e.sh --cases clang-amd64,clang-ppc64el
 
 # Not part of check: five kernels side by side (docs/kernel-bench.md).
 kernel-bench: all

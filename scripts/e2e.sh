@@ -13,6 +13,13 @@
 #   negative         sid-amd64 kvm.ko processed by the zero-extra example
 #                    (one extra *valid* entry zeroed): the comparison must
 #                    FAIL, or the whole run fails
+# Cases run only when named (they build a kernel: `make e2e-clang`):
+#   clang-amd64      stock 7.2 x86_64 (IBT) built with clang/lld
+#                    (scripts/build-clang-kernel.sh): irqbypass.ko + kvm.ko,
+#                    tool with the build's --kconfig and with the default,
+#                    and the zero-extra negative control on the same boots
+#   clang-ppc64el    the same for a ppc64le pseries kernel cross-built with
+#                    clang (kvm.ko alone)
 # --negative runs only the negative control; --no-negative skips it.
 #
 # Each module is booted as shipped (signature stripped) and as processed; the
@@ -42,6 +49,9 @@ PROG=e2e
 . "$REPO/scripts/lib.sh"
 
 ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el negative"
+# Each builds a whole kernel with clang (most of an hour on 2 cores), so
+# only a run that names them pays for it.
+BUILD_CASES="clang-amd64 clang-ppc64el"
 cases=$ALL_CASES
 work=${ZWM_E2E_WORK:-}
 while [ $# -gt 0 ]; do
@@ -56,12 +66,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 for c in $cases; do
-    case " $ALL_CASES " in *" $c "*) ;; *) die "unknown case $c";; esac
+    case " $ALL_CASES $BUILD_CASES " in *" $c "*) ;; *) die "unknown case $c";; esac
 done
 
 # --- host tools ---------------------------------------------------------------
 needs=("qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 python3")
 case "$cases" in *ppc64el*) needs+=("qemu-system-ppc64 qemu-system-ppc");; esac
+case "$cases" in *clang*) needs+=("modinfo kmod");; esac
 missing_packages "${needs[@]}"
 has_line insmod /bin/busybox --list || MISSING+=(busybox-static)
 install_packages "${MISSING[@]}"
@@ -81,7 +92,7 @@ log "work folder: $work"
 SUMMARY=$work/summary.tsv
 printf 'case\tvariant\tkernel\tmodule\tmax_offset\tlines_before\tlines_after\tinvalid_before\tinvalid_after\tzeroed\tresult\tboot_s\n' > "$SUMMARY"
 declare -a FAILURES=()
-declare -A CASE_TIME=()
+declare -A CASE_TIME=() CASE_BUILD=()
 NEG_STATUS="not run"
 
 # --- how to process a module --------------------------------------------------
@@ -281,15 +292,43 @@ case_sid_ppc64el() {
     run_variants sid-ppc64el ppc64le "$kernel" "$bb" "$kver" tool-default -- "$mod"
 }
 
-case_negative() {
+zero_extra_ready() {
     if [ -z "${ZWM_ZERO_EXTRA:-}" ]; then
         log "negative: cargo build --release --example zero-extra"
         (cd "$REPO" && cargo build --release -q --example zero-extra >&2) || {
             NEG_STATUS="NOT run (no zero-extra example)"
             FAILURES+=("negative control: 'cargo build --release --example zero-extra' failed; the e2e cannot show it has teeth")
-            return; }
+            return 1; }
     fi
+}
+
+case_negative() {
+    zero_extra_ready || return
     REUSE_ORIG=$work/sid-amd64/boot-orig case_sid_amd64 zero-extra negative
+}
+
+# A kvm.ko built by clang against a kernel built by clang: the kernel is our
+# own build, so its .config is the --kconfig, and the negative control runs
+# on the same module, since no Debian module is built by clang.
+case_clang() { # CASE ARCH
+    local case=$1 arch=$2 obj kver kernel bb mods
+    obj=$("$REPO/scripts/build-clang-kernel.sh" --arch "$arch") ||
+        { FAILURES+=("$case: scripts/build-clang-kernel.sh --arch $arch failed"); return; }
+    CASE_BUILD[$case]=$(cat "$obj/build-seconds")
+    kver=$(cat "$obj/include/config/kernel.release")
+    if [ "$arch" = x86_64 ]; then
+        kernel=$obj/arch/x86/boot/bzImage bb=$HOST_BUSYBOX
+        mods=("$obj/virt/lib/irqbypass.ko" "$obj/arch/x86/kvm/kvm.ko")
+    else
+        local root
+        root=$("$FETCH" sid ppc64el busybox-static) || { FAILURES+=("$case: fetching busybox-static:ppc64el failed"); return; }
+        kernel=$obj/vmlinux
+        bb=$(find_in_root "$root" "" bin/busybox) || { FAILURES+=("$case: no busybox in $root"); return; }
+        mods=("$obj/arch/powerpc/kvm/kvm.ko")
+    fi
+    zero_extra_ready || return
+    KCONFIG=$obj/.config run_variants "$case" "$arch" "$kernel" "$bb" "$kver" \
+        "tool-kconfig tool-default zero-extra" -- "${mods[@]}"
 }
 
 t_all=$(date +%s)
@@ -301,6 +340,8 @@ for c in $cases; do
         sid-amd64) case_sid_amd64 tool-default sid-amd64;;
         sid-ppc64el) case_sid_ppc64el;;
         negative) case_negative;;
+        clang-amd64) case_clang clang-amd64 x86_64;;
+        clang-ppc64el) case_clang clang-ppc64el ppc64le;;
     esac
     CASE_TIME[$c]=$(( $(date +%s) - t0 ))
 done
@@ -324,6 +365,7 @@ for r in body:
     print(fmt.format(*r))
 PYEOF
     echo "negative control: $NEG_STATUS"
+    for c in "${!CASE_BUILD[@]}"; do echo "$c: kernel build ${CASE_BUILD[$c]}s (scripts/build-clang-kernel.sh)"; done
     echo "total wall time: ${total}s"
 } | tee "$work/summary.txt"
 
@@ -333,9 +375,6 @@ if [ ${#FAILURES[@]} -gt 0 ]; then
     echo "e2e: FAIL (${#FAILURES[@]} problem(s)); logs in $work" >&2
     exit 1
 fi
-case " $cases " in
-    *" negative "*) ;;
-    *) log "note: negative control not run (--no-negative / --cases)";;
-esac
+[ "$NEG_STATUS" != "not run" ] || log "note: negative control not run (--no-negative / --cases)"
 echo "e2e: PASS; logs in $work" >&2
 exit 0
