@@ -2,7 +2,7 @@
 # The commands a developer and CI need (`make check` is what .ci/run runs),
 # and `make install` for packagers.
 .PHONY: all build docs install uninstall demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu \
-	tree-check adjust-first-demo check bench fuzz
+	tree-check adjust-first-demo e2e-clang kernel-e2e-ppc64le check bench fuzz
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -91,6 +91,16 @@ e2e: build
 
 kernel-e2e: build
 	scripts/kernel-e2e.sh
+
+# Not part of check: the series on ppc64le, cross-built with gcc; the build
+# alone takes most of an hour on 2 cores (docs/kernel-e2e.md).
+kernel-e2e-ppc64le: build
+	scripts/kernel-e2e-ppc64le.sh
+
+# Not part of check: kvm.ko built with clang against kernels built with
+# clang, x86_64 and ppc64le; each builds a kernel first (docs/e2e.md).
+e2e-clang: build
+	scripts/e2e.sh --cases clang-amd64,clang-ppc64el
 
 # Not part of check: five kernels side by side (docs/kernel-bench.md).
 kernel-bench: build

@@ -31,6 +31,13 @@
 #                    FAIL, or the whole run fails
 #   negative-arm64   the same for sid-arm64's rvu_nicpf.ko, under the
 #                    containment comparison
+# Cases run only when named (they build a kernel: `make e2e-clang`):
+#   clang-amd64      stock 7.2 x86_64 (IBT) built with clang/lld
+#                    (scripts/build-clang-kernel.sh): irqbypass.ko + kvm.ko,
+#                    tool with the build's --kconfig and with the default,
+#                    and the zero-extra negative control on the same boots
+#   clang-ppc64el    the same for a ppc64le pseries kernel cross-built with
+#                    clang (kvm.ko alone)
 # --negative runs only the negative control; --no-negative skips it.
 #
 # Each module is booted as shipped (signature stripped) and as processed; the
@@ -64,6 +71,9 @@ PROG=e2e
 . "$REPO/scripts/lib.sh"
 
 ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el trixie-ppc64el trixie-amd64 bookworm-i386 bookworm-ppc64el sid-arm64 sid-riscv64 sid-s390x negative negative-arm64"
+# Each builds a whole kernel with clang (most of an hour on 2 cores), so
+# only a run that names them pays for it.
+BUILD_CASES="clang-amd64 clang-ppc64el"
 cases=$ALL_CASES
 work=${ZWM_E2E_WORK:-}
 while [ $# -gt 0 ]; do
@@ -78,7 +88,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 for c in $cases; do
-    case " $ALL_CASES " in *" $c "*) ;; *) die "unknown case $c";; esac
+    case " $ALL_CASES $BUILD_CASES " in *" $c "*) ;; *) die "unknown case $c";; esac
 done
 
 # --- host tools ---------------------------------------------------------------
@@ -88,6 +98,7 @@ case "$cases" in *arm64*) needs+=("qemu-system-aarch64 qemu-system-arm");; esac
 case "$cases" in *riscv64*) needs+=("qemu-system-riscv64 qemu-system-misc" "/usr/share/qemu/opensbi-riscv64-generic-fw_dynamic.bin qemu-system-data");; esac
 case "$cases" in *s390x*) needs+=("qemu-system-s390x qemu-system-misc");; esac
 case "$cases" in *i386*) needs+=("qemu-system-i386 qemu-system-x86");; esac
+case "$cases" in *clang*) needs+=("modinfo kmod");; esac
 missing_packages "${needs[@]}"
 has_line insmod /bin/busybox --list || MISSING+=(busybox-static)
 install_packages "${MISSING[@]}"
@@ -107,7 +118,7 @@ log "work folder: $work"
 SUMMARY=$work/summary.tsv
 printf 'case\tvariant\tkernel\tmodule\tmax_offset\tlines_before\tlines_after\tinvalid_before\tinvalid_after\tzeroed\tresult\tboot_s\tdefault_eq_kconfig\n' > "$SUMMARY"
 declare -a FAILURES=()
-declare -A CASE_TIME=()
+declare -A CASE_TIME=() CASE_BUILD=()
 NEG_STATUS=""
 
 # --- how to process a module --------------------------------------------------
@@ -428,6 +439,30 @@ case_negative_arm64() {
     REUSE_ORIG=$work/sid-arm64/boot-orig case_sid_arm64 zero-extra negative-arm64
 }
 
+# A kvm.ko built by clang against a kernel built by clang: the kernel is our
+# own build, so its .config is the --kconfig, and the negative control runs
+# on the same module, since no Debian module is built by clang.
+case_clang() { # CASE ARCH
+    local case=$1 arch=$2 obj kver kernel bb mods
+    obj=$("$REPO/scripts/build-clang-kernel.sh" --arch "$arch") ||
+        { FAILURES+=("$case: scripts/build-clang-kernel.sh --arch $arch failed"); return; }
+    CASE_BUILD[$case]=$(cat "$obj/build-seconds")
+    kver=$(cat "$obj/include/config/kernel.release")
+    if [ "$arch" = x86_64 ]; then
+        kernel=$obj/arch/x86/boot/bzImage bb=$HOST_BUSYBOX
+        mods=("$obj/virt/lib/irqbypass.ko" "$obj/arch/x86/kvm/kvm.ko")
+    else
+        local root
+        root=$("$FETCH" sid ppc64el busybox-static) || { FAILURES+=("$case: fetching busybox-static:ppc64el failed"); return; }
+        kernel=$obj/vmlinux
+        bb=$(find_in_root "$root" "" bin/busybox) || { FAILURES+=("$case: no busybox in $root"); return; }
+        mods=("$obj/arch/powerpc/kvm/kvm.ko")
+    fi
+    build_zero_extra || return
+    KCONFIG=$obj/.config run_variants "$case" "$arch" "$kernel" "$bb" "$kver" \
+        "tool-kconfig tool-default zero-extra" -- "${mods[@]}"
+}
+
 t_all=$(date +%s)
 for c in $cases; do
     t0=$(date +%s)
@@ -456,6 +491,8 @@ for c in $cases; do
         sid-s390x) case_sid_s390x;;
         negative) case_negative;;
         negative-arm64) case_negative_arm64;;
+        clang-amd64) case_clang clang-amd64 x86_64;;
+        clang-ppc64el) case_clang clang-ppc64el ppc64le;;
     esac
     CASE_TIME[$c]=$(( $(date +%s) - t0 ))
 done
@@ -480,6 +517,7 @@ for r in body:
     print(fmt.format(*r))
 PYEOF
     echo "negative control: ${NEG_STATUS:-not run}"
+    for c in "${!CASE_BUILD[@]}"; do echo "$c: kernel build ${CASE_BUILD[$c]}s (scripts/build-clang-kernel.sh)"; done
     echo "total wall time: ${total}s"
 } | tee "$work/summary.txt"
 
@@ -490,7 +528,7 @@ if [ ${#FAILURES[@]} -gt 0 ]; then
     exit 1
 fi
 case " $cases " in
-    *" negative"*) ;;
+    *" negative"*|*clang*) ;;
     *) log "note: negative control not run (--no-negative / --cases)";;
 esac
 echo "e2e: PASS; logs in $work" >&2

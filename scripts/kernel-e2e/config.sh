@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# config.sh SRC OBJ — write the trimmed x86_64 configuration the kernel e2e
-# builds, into OBJ/.config, and fail unless every option the proof relies on
-# came out as asked.  Both kernels (stock and series) get this same file; the
+# config.sh SRC OBJ [MAKE-VAR...] — write the trimmed x86_64 configuration
+# the kernel e2e builds, into OBJ/.config, and fail unless every option the
+# proof relies on came out as asked.  MAKE-VAR... (e.g. LLVM=-19) must be the
+# ones the build uses, since Kconfig asks the compiler what it can do.  Both
+# kernels (stock and series) get this same file; the
 # series kernel differs only in CONFIG_BUILDTIME_MCOUNT_ZERO, which its Kconfig
 # turns on by default.
 #
@@ -11,9 +13,9 @@
 # Minus: debug info, BTF and Rust (time), DRM/sound/wireless/netfilter (the
 # biggest parts of defconfig that a serial-console QEMU guest never uses).
 set -euo pipefail
-SRC=$1 OBJ=$2
+SRC=$1 OBJ=$2; shift 2
 mkdir -p "$OBJ"
-make -s -C "$SRC" O="$OBJ" ARCH=x86_64 x86_64_defconfig >/dev/null
+make -s -C "$SRC" O="$OBJ" ARCH=x86_64 "$@" x86_64_defconfig >/dev/null
 c() { "$SRC/scripts/config" --file "$OBJ/.config" "$@"; }
 c --enable MODULES --enable MODULE_UNLOAD \
   --enable FTRACE --enable FUNCTION_TRACER --enable DYNAMIC_FTRACE \
@@ -29,7 +31,7 @@ if [ -n "${ZWM_KCONFIG_EXTRA:-}" ]; then
     # shellcheck disable=SC2086
     c $ZWM_KCONFIG_EXTRA
 fi
-make -s -C "$SRC" O="$OBJ" ARCH=x86_64 olddefconfig >/dev/null
+make -s -C "$SRC" O="$OBJ" ARCH=x86_64 "$@" olddefconfig >/dev/null
 need() {
     grep -qx "$1" "$OBJ/.config" || { echo "config.sh: $OBJ/.config lacks $1" >&2; exit 1; }
 }

@@ -42,7 +42,9 @@ from pathlib import Path
 
 INVALID = "__ftrace_invalid_address___"
 BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")
-STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] zwm-load (\S+) (\d+) (start|end)$")
+# The optional [ T1] is the caller id that PRINTK_CALLER adds (ppc64le's
+# guest config has it).
+STAMP = re.compile(r"^\[\s*(\d+\.\d+)\](?:\[\s*\S+\])? zwm-load (\S+) (\d+) (start|end)$")
 
 
 def parse(boot):
