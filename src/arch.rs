@@ -850,8 +850,6 @@ pub enum NoCheck {
     },
     PpcElfV1,
     PpcPlainPg,
-    /// ppc64, `__mcount_loc`, no config.
-    PpcMcountUnknown,
     /// ppc, `--section __mcount_loc`, no config.
     PpcMcountSection,
 }
@@ -883,10 +881,6 @@ impl fmt::Display for NoCheck {
             NoCheck::PpcPlainPg => {
                 f.write_str("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")
             }
-            NoCheck::PpcMcountUnknown => f.write_str(
-                "ppc64 with __mcount_loc: -mprofile-kernel (checked) and plain -pg (not checked) \
-                 cannot be told apart without --kconfig",
-            ),
             NoCheck::PpcMcountSection => f.write_str(
                 "ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig",
             ),
