@@ -165,8 +165,8 @@ pub static ZERO_SKIPPED_FIRST: &[Release] = &[release(6, 6, 144), release(6, 12,
 
 /// The newest release whose source the rows were checked against. A newer
 /// kernel gets the newest rows, because the rules have held unchanged from
-/// 6.15 through this release, but with a warning and without the `mcount=`
-/// tag, which needs a known rule: see docs/rules.md, "Newer kernels".
+/// 6.15 through this release, but with a warning: see docs/rules.md,
+/// "Newer kernels".
 pub const CHECKED_THROUGH: (u32, u32) = (7, 3);
 
 /// Whether a kernel skips a zero word before adjusting it. Elsewhere a zeroed
@@ -211,9 +211,8 @@ pub enum Check {
 }
 
 impl Check {
-    /// Whether the kernel itself rejects what this rule zeroes, so that a
-    /// clean module may skip the check (the `mcount=` tag). Under
-    /// [`Check::Contains`] there is no check to skip.
+    /// Whether the kernel itself rejects what this rule zeroes. Under
+    /// [`Check::Contains`] the kernel keeps every record.
     #[must_use]
     pub fn kernel_checks(self) -> bool {
         self == Check::MaxOffset

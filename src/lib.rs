@@ -12,7 +12,6 @@
 //! - [`kconfig`]: the kernel `.config` the module was built with, if given;
 //! - [`arch`]: the per-arch, per-config rule (table, adjust, max offset);
 //! - [`decide`]: the weak-entry decision, a pure function;
-//! - [`mark`]: the `mcount=` modinfo tag, flipped to `zeroed` only on proof;
 //! - [`plan`]: every byte to write, checked in full, then applied;
 //! - [`process`]: one module's bytes, start to end;
 //! - [`error`]: every way it can fail, each with its remedy.
@@ -25,7 +24,6 @@ pub mod elf;
 pub mod error;
 pub mod file;
 pub mod kconfig;
-pub mod mark;
 pub mod plan;
 pub mod process;
 pub mod signature;

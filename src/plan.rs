@@ -94,13 +94,6 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Add one more write (the `mcount=` tag) and check the whole plan again.
-    pub fn add(&mut self, write: Write, image_len: u64) -> Result<(), Error> {
-        self.writes.push(write);
-        self.writes.sort_by_key(|w| w.offset);
-        self.check(image_len)
-    }
-
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.truncate.is_none()

@@ -15,7 +15,6 @@ use crate::decide::{self, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, Extraction, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
-use crate::mark::{self, Proof};
 use crate::plan::Plan;
 use crate::signature;
 
@@ -63,9 +62,9 @@ pub struct Options {
 /// How a file ended up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Written (or, under `--check`, would be): entries zeroed, the
-    /// `mcount=` tag flipped, a signature dropped.
-    Changed { zeroed: usize, stripped: bool, marked: bool },
+    /// Written (or, under `--check`, would be): entries zeroed, a
+    /// signature dropped.
+    Changed { zeroed: usize, stripped: bool },
     /// Nothing to write.
     Unchanged,
     /// Left alone on purpose, for this reason.
@@ -136,24 +135,11 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     let image = signed_len.map_or(data, |len| &data[..len]);
 
     let info = elf::parse_info(image)?;
-    let (decided, section) = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::Unchecked(why) => {
-            (Decided::left(LeftAlone::NotChecked, why.to_string(), Proof::CannotJudge(why.to_string())), None)
-        }
-        Scope::Act(rule) => {
-            let mut decided = decide_module(image, &info, &rule, opts, &mut warnings)?;
-            if !rule.check.kernel_checks() {
-                // No check in this kernel, so no tag for it to trust.
-                decided.proof = Proof::CannotJudge(format!("{}: the kernel has no check for a tag to skip", rule.arch));
-            }
-            (decided, Some(rule.section))
-        }
+    let decided = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
+        Scope::Unchecked(why) => Decided::left(LeftAlone::NotChecked, why.to_string()),
+        Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
     };
-    // Flip the `mcount=` tag when this run proves the module clean, and back
-    // when it finds a doubt in a module marked clean.
-    let counts = section.map(|name| mark::Counts::of(&info, name));
-    let step = mark::step(&mark::find(image, &info), &decided.proof, counts)?;
-    let analysis = decided.finish(step, image.len() as u64, warnings)?;
+    let analysis = decided.finish(warnings);
     match signed_len {
         Some(len) => signed(analysis, len as u64, opts.signed),
         None => Ok(analysis),
@@ -190,24 +176,6 @@ fn signed(mut analysis: Analysis, image_len: u64, policy: SignedPolicy) -> Resul
 pub const COMPRESSED_ADVICE: &str =
     "process modules before they are compressed (or pass --compressed=recompress, if they are not signed yet)";
 
-/// What a run with this rule can say about the tag. Only a rule read from
-/// the module's own configuration can prove anything: without it, x86
-/// assumes IBT (max 4), and a module built without IBT may still hold
-/// entries 1-4 bytes after a symbol that its kernel rejects.
-fn proof(opts: &Options, rule: &Rule, doubts: usize) -> Proof {
-    if doubts > 0 {
-        Proof::Doubt(format!("{doubts} {} kept for doubt", if doubts == 1 { "entry was" } else { "entries were" }))
-    } else if let Some(kernel) = rule.unchecked_release {
-        Proof::CannotJudge(format!("kernel {kernel} is newer than the rules this tool was checked against"))
-    } else if opts.kconfig.is_none() {
-        Proof::CannotJudge("no --kconfig: the rule is assumed, not known".into())
-    } else if opts.overrides.max_offset.is_some() {
-        Proof::CannotJudge("--max-offset overrides the configuration".into())
-    } else {
-        Proof::Proven
-    }
-}
-
 impl Analysis {
     #[must_use]
     pub fn skipped(kind: LeftAlone, reason: String, warnings: Vec<String>) -> Analysis {
@@ -222,50 +190,39 @@ impl Analysis {
     }
 }
 
-/// What deciding the entries found, before the tag and the signature are
-/// settled; [`Decided::finish`] builds the plan and the outcome from it once.
+/// What deciding the entries found, before the signature is settled;
+/// [`Decided::finish`] builds the outcome from it once.
 struct Decided {
     /// The writes that zero entries.
     plan: Plan,
     zeroed: usize,
     /// Left alone on purpose, and why.
     left: Option<(LeftAlone, String)>,
-    proof: Proof,
     details: Vec<String>,
     summary: String,
 }
 
 impl Decided {
-    fn unchanged(reason: &str, proof: Proof) -> Decided {
+    fn unchanged(reason: &str) -> Decided {
         let summary = format!("nothing to do: {reason}");
-        Decided { plan: Plan::default(), zeroed: 0, left: None, proof, details: Vec::new(), summary }
+        Decided { plan: Plan::default(), zeroed: 0, left: None, details: Vec::new(), summary }
     }
 
-    fn left(kind: LeftAlone, reason: String, proof: Proof) -> Decided {
-        let base = Decided::unchanged(&reason, proof);
+    fn left(kind: LeftAlone, reason: String) -> Decided {
+        let base = Decided::unchanged(&reason);
         Decided { left: Some((kind, reason)), ..base }
     }
 
-    /// Add the tag write, and say how it ended:
-    /// any write makes the file changed, even one left alone otherwise.
-    fn finish(self, step: mark::Step, image_len: u64, mut warnings: Vec<String>) -> Result<Analysis, Error> {
-        let Decided { mut plan, zeroed, left, mut details, mut summary, proof: _ } = self;
-        let mark::Step { write, change, detail, warning } = step;
-        details.extend(detail);
-        warnings.extend(warning);
-        let marked = write.is_some();
-        if let Some(write) = write {
-            plan.add(write, image_len)?;
-            let _ = write!(summary, "; {}", change.as_deref().unwrap_or("mcount= tag rewritten"));
-        }
-        let outcome = if zeroed > 0 || marked {
-            Outcome::Changed { zeroed, stripped: false, marked }
+    fn finish(self, warnings: Vec<String>) -> Analysis {
+        let Decided { plan, zeroed, left, details, summary } = self;
+        let outcome = if zeroed > 0 {
+            Outcome::Changed { zeroed, stripped: false }
         } else if let Some((kind, why)) = left {
             Outcome::Skipped(kind, why)
         } else {
             Outcome::Unchanged
         };
-        Ok(Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary })
+        Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary }
     }
 }
 
@@ -286,20 +243,16 @@ fn decide_module(
     // No table, or one the loader relocates nothing in: the kernel builds
     // no record, so there is nothing it could reject.
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Decided::unchanged(&format!("no {} section", rule.section), proof(opts, rule, 0)));
+        return Ok(Decided::unchanged(&format!("no {} section", rule.section)));
     };
     let extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
-            // Without relocations the loader leaves the words as they are;
-            // only all-zero words are sure to give no record.
-            let zero = info.sections[callsite].bytes(image).iter().all(|&byte| byte == 0);
-            let proof = if zero { proof(opts, rule, 0) } else { Proof::Doubt(format!("{why}, but its words are not zero")) };
-            return Ok(Decided::unchanged(&why, proof));
+            return Ok(Decided::unchanged(&why));
         }
         Extraction::Unsupported(why) => {
             warnings.push(why.clone());
-            return Ok(Decided::left(LeftAlone::NotChecked, why.clone(), Proof::Doubt(why)));
+            return Ok(Decided::left(LeftAlone::NotChecked, why));
         }
     };
     let entries = &extracted.callsite.entries;
@@ -333,7 +286,7 @@ fn decide_module(
     if doubts > 0 {
         let _ = write!(summary, ", {doubts} kept for doubt");
     }
-    Ok(Decided { plan, zeroed: zero.len(), left: None, proof: proof(opts, rule, doubts), details, summary })
+    Ok(Decided { plan, zeroed: zero.len(), left: None, details, summary })
 }
 
 fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {

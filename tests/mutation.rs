@@ -168,8 +168,9 @@ fn bases() -> Vec<Base> {
             f(Architecture::PowerPc64, Endianness::Big, 1, "__mcount_loc", elf::R_PPC64_ADDR64, 0, 16),
             None,
         ),
-        // A module of a kernel with the series in kernel/: the run that
-        // zeroes also flips mcount=unchecked to zeroed:<callsites>:<symbols>.
+        // A module built by the earlier version of the series, with its
+        // mcount= modinfo tag: no kernel reads it now, and the run leaves
+        // .modinfo as it is.
         Base::new(
             "x86_64+mcount-tag",
             {

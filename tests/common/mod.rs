@@ -67,7 +67,7 @@ pub struct Fixture {
     /// What `ftrace_call_adjust()` adds on this arch and config.
     pub adjust: u64,
     pub vermagic: &'static str,
-    /// More `.modinfo` strings after `vermagic=`, such as `mcount=unchecked`.
+    /// More `.modinfo` strings after `vermagic=`.
     pub modinfo: Vec<&'static str>,
     pub texts: Vec<Text>,
 }

@@ -8,19 +8,10 @@ use zero_weak_mcount::elf::parse_info;
 
 /// Byte ranges a run may change in `image` (the file without any
 /// signature): every callsite section the tool may pick, the relocation
-/// sections that apply to it, their `sh_size` fields, and the value of an
-/// `mcount=` tag (its slot: the placeholder `unchecked:--------:--------`, or a value
-/// written there).
+/// sections that apply to it, and their `sh_size` fields.
 pub fn allowed_ranges(image: &[u8]) -> Vec<(u64, u64)> {
     let info = parse_info(image).expect("analyze accepted it, so parse_info must too");
     let mut ranges = Vec::new();
-    if let Some(modinfo) = info.sections.iter().find(|s| s.name == ".modinfo") {
-        let bytes = modinfo.bytes(image);
-        if let Some(at) = bytes.windows(7).position(|w| w == b"mcount=") {
-            let value = modinfo.offset + at as u64 + 7;
-            ranges.push((value, value + zero_weak_mcount::mark::PLACEHOLDER.len() as u64));
-        }
-    }
     for name in ["__mcount_loc", "__patchable_function_entries"] {
         let Some(cs) = info.alloc_section(name) else { continue };
         ranges.extend(info.sections[cs].file_range());
