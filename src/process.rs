@@ -5,11 +5,9 @@
 #![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 #![allow(clippy::struct_excessive_bools, reason = "Options holds independent command-line switches")]
 
-pub use crate::file::process_file;
-
 use std::fmt::Write as _;
 
-use crate::arch::{self, Overrides, Rule, Scope};
+use crate::arch::{self, Overrides, Scope};
 use crate::compress::Format;
 use crate::decide::{self, Layout, SymbolIndex, Verdict};
 use crate::elf::{self, ElfInfo, Entry, Extraction, Target};
@@ -17,6 +15,7 @@ use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::mark::{self, Proof};
 use crate::plan::Plan;
+use crate::rule::Rule;
 use crate::signature;
 
 /// What to do with a signed module.

@@ -26,7 +26,8 @@ use object::{
 };
 use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::error::Error;
-use zero_weak_mcount::process::{Options, analyze, process_file};
+use zero_weak_mcount::file::process_file;
+use zero_weak_mcount::process::{Options, analyze};
 
 /// Run a command, failing the test if it takes longer than `limit`.
 fn run_for(cmd: &mut Command, limit: Duration) -> Output {
