@@ -34,7 +34,7 @@ use object::elf;
 use crate::elf::{ElfInfo, Mapping, RelocShape};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
-use crate::rule::{Adjust, Arch, Check, Release, Rule, release};
+use crate::rule::{Adjust, Arch, Check, Neutraliser, Release, Rule, release};
 
 pub const MCOUNT_LOC: &str = "__mcount_loc";
 pub const PATCHABLE: &str = "__patchable_function_entries";
@@ -118,6 +118,8 @@ pub struct Row {
     pub check: Check,
     /// Table, adjust and offset for a config, or why the kernel does not check.
     pub choose: fn(Ctx<'_>) -> Result<Choice, NoCheck>,
+    /// The loader fails a module whose callsite table is empty.
+    pub empty_table_fails: bool,
 }
 
 impl Row {
@@ -140,38 +142,80 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::X86_64,
         config_symbol: "X86_64",
-        since: release(6, 0, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_X86),
+        older: OLDER,
+        shape: shape(true, elf::R_X86_64_64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: x86_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::X86_64,
+        config_symbol: "X86_64",
+        since: MAX_OFFSET_SINCE_X86,
         until: None,
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
+        older: OLDER,
         shape: shape(true, elf::R_X86_64_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::MaxOffset,
         choose: x86_64,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::I386,
         config_symbol: "X86_32",
-        since: release(6, 0, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_X86),
+        older: OLDER,
+        shape: shape(false, elf::R_386_32),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: x86_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::I386,
+        config_symbol: "X86_32",
+        since: MAX_OFFSET_SINCE_X86,
         until: None,
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
+        older: OLDER,
         shape: shape(false, elf::R_386_32),
         init_in_core: false,
         table_needs_config: false,
         check: Check::MaxOffset,
         choose: i386,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc64,
         config_symbol: "PPC64",
-        since: release(6, 2, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_PPC),
+        older: OLDER,
+        shape: shape(true, elf::R_PPC64_ADDR64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: ppc64_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::Ppc64,
+        config_symbol: "PPC64",
+        since: MAX_OFFSET_SINCE_PPC,
         until: Some(release(6, 6, 0)),
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        older: OLDER,
         shape: shape(true, elf::R_PPC64_ADDR64),
         init_in_core: true,
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc64_v6_2,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc64,
@@ -184,6 +228,7 @@ pub static ROWS: &[Row] = &[
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc64_v6_6,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc64,
@@ -196,18 +241,33 @@ pub static ROWS: &[Row] = &[
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc64,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc32,
         config_symbol: "PPC32",
-        since: release(6, 2, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_PPC),
+        older: OLDER,
+        shape: shape(true, elf::R_PPC_ADDR32),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: ppc_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::Ppc32,
+        config_symbol: "PPC32",
+        since: MAX_OFFSET_SINCE_PPC,
         until: Some(release(6, 13, 0)),
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        older: OLDER,
         shape: shape(true, elf::R_PPC_ADDR32),
         init_in_core: false,
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc32_v6_2,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc32,
@@ -220,6 +280,7 @@ pub static ROWS: &[Row] = &[
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc32,
+        empty_table_fails: false,
     },
     // The arches without FTRACE_MCOUNT_MAX_OFFSET, under sorttable's rule
     // (`Check::Contains`). Read in the source of 6.12.118 and 7.2.13; 6.1.192
@@ -230,79 +291,98 @@ pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::Arm64,
         config_symbol: "ARM64",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_AARCH64_ABS64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 8 },
         choose: arm64,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Riscv,
         config_symbol: "RISCV",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: Some(release(6, 13, 0)),
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_RISCV_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 8 },
         choose: riscv_identity,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Riscv,
         config_symbol: "RISCV",
         since: release(6, 13, 0),
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_RISCV_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 8 },
         choose: riscv_patch_site,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::S390,
         config_symbol: "S390",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_390_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 0 },
         choose: s390,
+        empty_table_fails: true,
     },
     Row {
         arch: Arch::LoongArch,
         config_symbol: "LOONGARCH",
         since: release(6, 12, 0),
         until: None,
-        older: CONTAINS_OLDER,
+        older: LOONGARCH_OLDER,
         shape: shape(true, elf::R_LARCH_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 0 },
         choose: loongarch,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Arm,
         config_symbol: "ARM",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(false, elf::R_ARM_ABS32),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 0 },
         choose: arm,
+        empty_table_fails: false,
     },
 ];
 
-/// Why a kernel older than the containment rows is left alone.
-const CONTAINS_OLDER: &str = "predates 6.12, the oldest kernel whose source this tool's rule for arches without a max offset was checked against";
+/// The oldest release whose source the rows were read in (Debian
+/// bullseye's 5.10.223); older kernels are left alone.
+pub const OLDEST_READ: Release = release(5, 10, 0);
+const OLDER: &str = "predates 5.10, the oldest kernel whose source this tool's rules were checked against";
+
+/// `FTRACE_MCOUNT_MAX_OFFSET` and `test_for_valid_rec()`: x86 from 6.0
+/// (b39181f7c690; 5.19 not read, so taken to lack them: the containment
+/// rule it then gets keeps at least what the offset rule keeps), powerpc
+/// from 6.2 (7af82ff90a2b). Before them the kernel keeps every record.
+pub const MAX_OFFSET_SINCE_X86: Release = release(6, 0, 0);
+pub const MAX_OFFSET_SINCE_PPC: Release = release(6, 2, 0);
+
+/// loongarch was read in 6.12 only, and no older Debian kernel exists for
+/// it: older ones are left alone.
+const LOONGARCH_OLDER: &str = "predates 6.12, the oldest loongarch kernel whose source this tool's rule was checked against";
 
 /// `x86_64`: `FTRACE_MCOUNT_MAX_OFFSET` is `ENDBR_INSN_SIZE`, 4 with IBT, else 0.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
@@ -499,11 +579,43 @@ fn arm64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     })
 }
 
-/// riscv up to 6.12 (arch/riscv/include/asm/ftrace.h): patchable entries,
-/// adjust the identity.
+/// riscv up to 6.12 (arch/riscv/include/asm/ftrace.h): adjust the
+/// identity. 6.1 and 6.12 record patchable entries; 5.10 plain `-pg`
+/// (`__mcount_loc`, arch/riscv/Makefile). Between them the module says
+/// which: the loader reads the one its build made (`FTRACE_CALLSITE_SECTION`,
+/// include/linux/ftrace.h).
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
-fn riscv_identity(_: Ctx<'_>) -> Result<Choice, NoCheck> {
-    Ok(contained(PATCHABLE, Adjust::Identity, "patchable entries, unadjusted"))
+fn riscv_identity(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(if cx.info.alloc_section(PATCHABLE).is_some() || cx.info.alloc_section(MCOUNT_LOC).is_none() {
+        contained(PATCHABLE, Adjust::Identity, "patchable entries, unadjusted")
+    } else {
+        contained(MCOUNT_LOC, Adjust::Identity, "-pg, unadjusted")
+    })
+}
+
+/// x86 before 6.0: no check at all (no `test_for_valid_rec()` in
+/// kernel/trace/ftrace.c, 5.10.223), so the kernel keeps a dead weak
+/// body's record under the name of the function before it. The location
+/// is the `call __fentry__` at a function's start (after `endbr64` with
+/// IBT), inside it; the adjust is the identity (arch/x86/include/asm/ftrace.h).
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn x86_contained(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(MCOUNT_LOC, Adjust::Identity, "no check before 6.0: unadjusted"))
+}
+
+/// ppc64 before 6.2: no check; `-mprofile-kernel` or `-pg`, both through
+/// `__mcount_loc`, the call inside the function, adjust the identity
+/// (arch/powerpc/include/asm/ftrace.h, 5.10.223 and 6.1.192). `ELFv2` only:
+/// `ELFv1` function symbols name descriptors in `.opd`, not code.
+fn ppc64_contained(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    ppc64_elfv2(cx)?;
+    ppc_contained(cx)
+}
+
+/// ppc32 before 6.2: `-pg` into `__mcount_loc`, adjust the identity.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn ppc_contained(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(MCOUNT_LOC, Adjust::Identity, "no check before 6.2: -pg or -mprofile-kernel, unadjusted"))
 }
 
 /// riscv in 7.2 (arch/riscv/kernel/ftrace.c): the adjust adds
@@ -564,11 +676,6 @@ pub enum NoCheck {
         kernel: Release,
         lacks: &'static str,
     },
-    /// A kernel without the zero-first order, whose adjust moves 0.
-    AdjustFirst {
-        kernel: Release,
-        adjust: Adjust,
-    },
     PpcElfV1,
     PpcPlainPg,
     /// ppc, `--section __mcount_loc`, no config.
@@ -593,11 +700,6 @@ impl fmt::Display for NoCheck {
             NoCheck::NoVermagic => f.write_str("no vermagic in .modinfo: cannot tell which kernel this module is for"),
             NoCheck::BadRelease(vermagic) => write!(f, "cannot read the kernel release in vermagic {vermagic:?}"),
             NoCheck::TooOld { kernel, lacks } => write!(f, "kernel {kernel} {lacks}"),
-            NoCheck::AdjustFirst { kernel, adjust } => write!(
-                f,
-                "kernel {kernel} adjusts a callsite word before testing it for zero, and its adjust \
-                 ({adjust:?}) would turn a zeroed entry into a bogus record"
-            ),
             NoCheck::PpcElfV1 => f.write_str("ppc64 ELFv1: the kernel does not check weak callsites"),
             NoCheck::PpcPlainPg => {
                 f.write_str("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")
@@ -657,9 +759,11 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
     let kernel = Release::from_vermagic(vermagic).ok_or_else(|| NoCheck::BadRelease(vermagic.to_string()))?;
     let row = rows.find(|r| r.holds_for(kernel)).ok_or(NoCheck::TooOld { kernel, lacks: first.older })?;
     let choice = (row.choose)(Ctx { image, info, config })?;
-    if !choice.adjust.maps_zero_to_zero() && !skips_zero_before_adjust(kernel) {
-        return Err(NoCheck::AdjustFirst { kernel, adjust: choice.adjust }.into());
-    }
+    let neutraliser = if choice.adjust.maps_zero_to_zero() || skips_zero_before_adjust(kernel) {
+        Neutraliser::Zero
+    } else {
+        Neutraliser::Drop { kernel, adjust: choice.adjust }
+    };
     let rule = Rule {
         arch,
         check: row.check,
@@ -675,6 +779,8 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
         // counts more symbols, which can only keep more entries.
         mapping: if kernel >= release(6, 12, 0) { Mapping::All } else { Mapping::Arm },
         region_bound: kernel < REGIONS_MAY_TOUCH_SINCE || in_fixed_line(kernel, REGION_BOUND_FIRST),
+        neutraliser,
+        empty_table_fails: row.empty_table_fails,
     };
     Ok((row, rule))
 }
@@ -749,12 +855,17 @@ mod tests {
 
     #[test]
     fn containment_rows_start_where_the_source_was_read() {
-        // The containment rows were checked against 6.12.118 and 7.2.13;
-        // their adjusts are only judged by the zero-first gate in pick().
+        // The containment rows were checked against 5.10.223, 6.1.192,
+        // 6.12.118 and 7.2.13; their adjusts only pick the neutraliser.
         for row in ROWS.iter().filter(|r| !r.check.kernel_checks()) {
             assert!(!row.table_needs_config, "{}", row.arch);
-            assert!(row.since >= release(6, 12, 0), "{}: no source older than 6.12 was read", row.arch);
+            assert!(row.since >= OLDEST_READ, "{}: no source older than 5.10 was read", row.arch);
         }
+        // Every arch has a row from 5.10 on, but loongarch (read in 6.12 only).
+        for arch in [Arch::X86_64, Arch::I386, Arch::Ppc64, Arch::Ppc32, Arch::Arm64, Arch::Riscv, Arch::S390, Arch::Arm] {
+            assert!(ROWS.iter().any(|r| r.arch == arch && r.since == OLDEST_READ), "{arch}");
+        }
+        assert!(ROWS.iter().all(|r| r.empty_table_fails == (r.arch == Arch::S390)));
         assert!(Adjust::ClearThumbBit.maps_zero_to_zero());
         assert!(!Adjust::PatchSite.maps_zero_to_zero());
         assert_eq!(Adjust::ClearThumbBit.candidates(0x41, false), ([0x40, 0], 1));

@@ -226,6 +226,7 @@ pub enum Region {
 }
 
 /// Everything the decision needs to know about the target kernel.
+#[allow(clippy::struct_excessive_bools, reason = "independent facts of the kernel, each read from its own source")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub arch: Arch,
@@ -248,6 +249,41 @@ pub struct Rule {
     /// always in the address's own memory region: the kernel bounds the
     /// search, or its regions never touch.
     pub region_bound: bool,
+    /// How an entry the rule rejects is taken out of the table.
+    pub neutraliser: Neutraliser,
+    /// The loader fails a module whose table is empty (s390's hotpatch
+    /// trampolines, sized from the table): a drop must leave a word.
+    pub empty_table_fails: bool,
+}
+
+/// How an entry is taken out of the callsite table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Neutraliser {
+    /// Remove its relocation and zero its word, which `ftrace_process_locs()`
+    /// skips. The table keeps its size: the proven path, used wherever the
+    /// kernel tests the word for zero before adjusting it, or the adjust
+    /// maps 0 to 0.
+    Zero,
+    /// Remove the word itself: later words, their relocations and the
+    /// table's own symbols move down one word, and the table shrinks. For
+    /// kernels that adjust a word before testing it for zero, with an
+    /// adjust that moves 0: there a zeroed word becomes a bogus record.
+    Drop { kernel: Release, adjust: Adjust },
+}
+
+impl fmt::Display for Neutraliser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Neutraliser::Zero => {
+                f.write_str("zero: the kernel skips a zero word (it tests for zero before adjusting, or its adjust maps 0 to 0)")
+            }
+            Neutraliser::Drop { kernel, adjust } => write!(
+                f,
+                "drop: kernel {kernel} adjusts a callsite word before testing it for zero, and its adjust \
+                 ({adjust:?}) would turn a zeroed word into a bogus record"
+            ),
+        }
+    }
 }
 
 impl Rule {
