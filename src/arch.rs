@@ -564,12 +564,13 @@ fn contained(section: &'static str, adjust: Adjust, basis: &'static str) -> Choi
 }
 
 /// arm64 (arch/arm64/kernel/ftrace.c, `ftrace_call_adjust()`): patchable
-/// entries with `DYNAMIC_FTRACE_WITH_ARGS`, and the adjust moves the location
-/// to the `BL`; plain mcount otherwise, unadjusted.
+/// entries with `DYNAMIC_FTRACE_WITH_ARGS` (and before it, in 5.10 and 6.1,
+/// `DYNAMIC_FTRACE_WITH_REGS`: arch/arm64/Makefile), and the adjust moves the
+/// location to the `BL`; plain mcount otherwise, unadjusted.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn arm64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     let patchable = match cx.config {
-        Some(c) => c.enabled("DYNAMIC_FTRACE_WITH_ARGS"),
+        Some(c) => c.enabled("DYNAMIC_FTRACE_WITH_ARGS") || c.enabled("DYNAMIC_FTRACE_WITH_REGS"),
         None => cx.info.alloc_section(PATCHABLE).is_some() || cx.info.alloc_section(MCOUNT_LOC).is_none(),
     };
     Ok(if patchable {

@@ -201,9 +201,12 @@ fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
             }
             let changes = matches!(a.outcome, Outcome::Changed { .. });
             if opts.check && changes {
-                let summary = match a.summary.strip_prefix("zeroed ") {
-                    Some(rest) => format!("would zero {rest}"),
-                    None => a.summary,
+                let summary = if let Some(rest) = a.summary.strip_prefix("zeroed ") {
+                    format!("would zero {rest}")
+                } else if let Some(rest) = a.summary.strip_prefix("dropped ") {
+                    format!("would drop {rest}")
+                } else {
+                    a.summary
                 };
                 lines.push(format!("{NAME}: {shown}: would change: {summary}"));
             } else if opts.verbose {

@@ -259,3 +259,15 @@ fn a_drop_module_with_a_malformed_relocation_section_writes_nothing() {
     assert!(err.contains(&format!("{}: error: ", path.display())) && err.contains(".rela.data"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), data, "file changed");
 }
+
+#[test]
+fn arm64_5_10_and_6_1_configs_name_the_patchable_table() {
+    // Before DYNAMIC_FTRACE_WITH_ARGS (6.2), WITH_REGS made arm64 build
+    // with -fpatchable-function-entry=2 (arch/arm64/Makefile, 5.10.223).
+    use zero_weak_mcount::kconfig::Kconfig;
+    let data = arm64("5.10.0-32-arm64 SMP mod_unload aarch64", Extra::None);
+    let config = "CONFIG_ARM64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_DYNAMIC_FTRACE_WITH_REGS=y\n";
+    let opts = Options { kconfig: Some(Kconfig::parse(config)), ..Options::default() };
+    let a = analyze(&data, &opts).unwrap();
+    assert!(a.summary.starts_with("dropped 2 of 5 entries [arm64, __patchable_function_entries"), "{}", a.summary);
+}
