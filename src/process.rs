@@ -322,31 +322,53 @@ fn decide_module(
                 .into(),
         );
     }
-    let how = match rule.neutraliser {
-        Neutraliser::Drop { .. } if !zero.is_empty() => match drop_symbols(image, info, rule, &extracted.callsite, zero.len())? {
-            Ok(symbols) => Some(symbols),
-            Err(why) => {
-                warnings.push(why.clone());
-                return Ok(Decided::left(LeftAlone::NotChecked, why.clone(), Proof::Doubt(why)));
-            }
-        },
-        _ => None,
-    };
-    let removal = how.as_deref().map_or(Removal::Zero, Removal::Drop);
-    let plan = Plan::new(image, info, &extracted.callsite, &zero, removal)?;
-    let what = rule.describe();
-    let mut summary = match (zero.len(), rule.neutraliser) {
-        (0, _) => format!("nothing to zero in {} entries [{what}]", entries.len()),
-        (n, Neutraliser::Zero) => format!("zeroed {n} of {} entries [{what}]", entries.len()),
-        (n, Neutraliser::Drop { .. }) => format!("dropped {n} of {} entries [{what}]", entries.len()),
+    let plan = match removal_plan(image, info, rule, &extracted.callsite, &zero, warnings)? {
+        Ok(plan) => plan,
+        Err(left) => return Ok(left),
     };
     if !zero.is_empty() && opts.verbose {
         details.insert(0, format!("neutraliser {}", rule.neutraliser));
     }
-    if doubts > 0 {
-        let _ = write!(summary, ", {doubts} kept for doubt");
-    }
+    let summary = summary(rule, zero.len(), entries.len(), doubts);
     Ok(Decided { plan, zeroed: zero.len(), left: None, proof: proof(opts, rule, doubts), details, summary })
+}
+
+/// The plan that takes the rejected entries out with the rule's neutraliser,
+/// or, where a drop cannot be done safely, the module left as it is.
+fn removal_plan(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    callsite: &Callsite,
+    zero: &[usize],
+    warnings: &mut Vec<String>,
+) -> Result<Result<Plan, Decided>, Error> {
+    let symbols = match rule.neutraliser {
+        Neutraliser::Drop { .. } if !zero.is_empty() => match drop_symbols(image, info, rule, callsite, zero.len())? {
+            Ok(symbols) => Some(symbols),
+            Err(why) => {
+                warnings.push(why.clone());
+                return Ok(Err(Decided::left(LeftAlone::NotChecked, why.clone(), Proof::Doubt(why))));
+            }
+        },
+        _ => None,
+    };
+    let removal = symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
+    Plan::new(image, info, callsite, zero, removal).map(Ok)
+}
+
+/// The `--verbose` summary line of a module the rule was applied to.
+fn summary(rule: &Rule, removed: usize, entries: usize, doubts: usize) -> String {
+    let what = rule.describe();
+    let mut line = match (removed, rule.neutraliser) {
+        (0, _) => format!("nothing to zero in {entries} entries [{what}]"),
+        (n, Neutraliser::Zero) => format!("zeroed {n} of {entries} entries [{what}]"),
+        (n, Neutraliser::Drop { .. }) => format!("dropped {n} of {entries} entries [{what}]"),
+    };
+    if doubts > 0 {
+        let _ = write!(line, ", {doubts} kept for doubt");
+    }
+    line
 }
 
 /// The symbols defined in the table, for a drop, or why this module stays

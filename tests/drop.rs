@@ -225,7 +225,18 @@ fn on_rel_arches_the_addend_moves_with_its_word() {
 #[test]
 fn the_neutraliser_follows_the_zero_test_order() {
     use zero_weak_mcount::arch::{Overrides, Scope, rule_for};
-    for (vermagic, drop) in [(ADJUST_FIRST, true), (ZERO_FIRST, false), ("6.14.11 SMP aarch64", true), ("6.15.0 SMP aarch64", false)] {
+    let releases = [
+        (ADJUST_FIRST, true),
+        (ZERO_FIRST, false),
+        ("5.10.0-32-arm64 SMP mod_unload aarch64", true),
+        ("6.1.0-57-arm64 SMP mod_unload aarch64", true),
+        ("6.6.143 SMP aarch64", true),
+        ("6.6.144 SMP aarch64", false),
+        ("6.11.11 SMP aarch64", true),
+        ("6.14.11 SMP aarch64", true),
+        ("6.15.0 SMP aarch64", false),
+    ];
+    for (vermagic, drop) in releases {
         let data = arm64(vermagic, Extra::None);
         let info = parse_info(&data).unwrap();
         let Scope::Act(rule) = rule_for(&data, &info, None, &Overrides::default()).unwrap() else {
@@ -270,4 +281,18 @@ fn arm64_5_10_and_6_1_configs_name_the_patchable_table() {
     let opts = Options { kconfig: Some(Kconfig::parse(config)), ..Options::default() };
     let a = analyze(&data, &opts).unwrap();
     assert!(a.summary.starts_with("dropped 2 of 5 entries [arm64, __patchable_function_entries"), "{}", a.summary);
+}
+
+#[test]
+fn x86_and_i386_before_6_0_are_zeroed_by_containment() {
+    // No check in 5.10-5.19, an identity adjust: zeroing is safe, and the
+    // rule is the function's extent, for RELA and REL alike.
+    for (arch, abs) in [(Architecture::X86_64, elf::R_X86_64_64), (Architecture::I386, elf::R_386_32)] {
+        let mut f = common::standard(arch, Endianness::Little, 0, "__mcount_loc", abs, 0, 4);
+        f.vermagic = "5.10.0-32-amd64 SMP mod_unload modversions";
+        let (_, an) = run(&f.build());
+        assert!(an.summary.starts_with("zeroed 5 of 9 entries"), "{arch:?}: {}", an.summary);
+        assert!(an.summary.contains("inside a function symbol"), "{}", an.summary);
+        assert!(an.details[0].starts_with("neutraliser zero"), "{:#?}", an.details);
+    }
 }
