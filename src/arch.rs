@@ -6,13 +6,15 @@
 //! The table, with the kernel file and function behind each row, is
 //! docs/rules.md.
 //!
-//! Only x86 and powerpc define `FTRACE_MCOUNT_MAX_OFFSET`
-//! (`arch/x86/include/asm/ftrace.h`, `arch/powerpc/include/asm/ftrace.h`).
-//! Everywhere else the kernel checks no module record: an overridden weak
-//! body keeps its record, named after the function before it, a dead
-//! duplicate. On arm64, riscv, s390, loongarch and arm we zero those as
-//! `scripts/sorttable.c` does for vmlinux ([`Check::Contains`]); other
-//! arches are left alone.
+//! Only x86 (from 6.0) and powerpc (from 6.2) define
+//! `FTRACE_MCOUNT_MAX_OFFSET` (`arch/x86/include/asm/ftrace.h`,
+//! `arch/powerpc/include/asm/ftrace.h`). Everywhere else, and on those two
+//! before it, the kernel checks no module record: an overridden weak body
+//! keeps its record, named after the function before it, a dead duplicate.
+//! There we take those out as `scripts/sorttable.c` does for vmlinux
+//! ([`Check::Contains`]); other arches are left alone. Each rule also says
+//! how ([`Neutraliser`]): zeroed where the kernel skips a zero word, dropped
+//! where it would adjust a zero into a bogus record.
 //!
 //! Where the kernel config is unknown we pick the largest offset any config
 //! could have: a larger offset only keeps more entries, a smaller one than
@@ -132,12 +134,11 @@ const fn shape(rela: bool, abs_type: u32) -> RelocShape {
     RelocShape { rela, abs_type }
 }
 
-/// The arches whose kernel checks module callsites, by release range.
+/// The rows, by arch and release range, from 5.10 ([`OLDEST_READ`]) on.
 ///
-/// `FTRACE_MCOUNT_MAX_OFFSET` appeared for x86 in 6.0. For powerpc, the 7.2
-/// rules (zero entries skipped before the adjust in `ftrace_process_locs()`,
-/// out-of-line patchable entries) are only established from 6.13 on; older
-/// powerpc kernels are left alone rather than guessed at.
+/// Each arch's first row is the one before its `FTRACE_MCOUNT_MAX_OFFSET`
+/// (x86 6.0, powerpc 6.2), or its only kind of rule (containment) on the
+/// arches that never define it.
 pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::X86_64,
@@ -283,8 +284,8 @@ pub static ROWS: &[Row] = &[
         empty_table_fails: false,
     },
     // The arches without FTRACE_MCOUNT_MAX_OFFSET, under sorttable's rule
-    // (`Check::Contains`). Read in the source of 6.12.118 and 7.2.13; 6.1.192
-    // for what older kernels lack. `before` is the most any config places
+    // (`Check::Contains`). Read in the source of 5.10.223, 6.1.192, 6.12.118
+    // and 7.2.13 (docs/rules.md says what between them is inferred). `before` is the most any config places
     // ahead of a function: arm64's `-fpatchable-function-entry=4,2` (with
     // CALL_OPS) and riscv's `=8,4` of 2-byte c.nops (or `=4,2` of 4-byte
     // nops) both put 8 bytes there (arch/*/Makefile, `CC_FLAGS_FTRACE`).
