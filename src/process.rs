@@ -344,7 +344,7 @@ fn removal_plan(
     warnings: &mut Vec<String>,
 ) -> Result<Result<Plan, Decided>, Error> {
     let symbols = match rule.neutraliser {
-        Neutraliser::Drop { .. } if !zero.is_empty() => match drop_symbols(image, info, rule, callsite, zero.len())? {
+        Neutraliser::Drop { .. } if !zero.is_empty() => match drop_symbols(image, info, rule, callsite, zero)? {
             Ok(symbols) => Some(symbols),
             Err(why) => {
                 warnings.push(why.clone());
@@ -378,9 +378,24 @@ fn drop_symbols(
     info: &ElfInfo,
     rule: &Rule,
     callsite: &Callsite,
-    count: usize,
+    chosen: &[usize],
 ) -> Result<Result<Vec<TableSymbol>, String>, Error> {
     let cs = &info.sections[callsite.section];
+    let count = chosen.len();
+    // A kept relocation whose bytes reach into a dropped word (an unaligned
+    // one, kept for doubt) would be cut in two by the move.
+    let word = info.word_size();
+    let mut dropped: Vec<u64> = chosen.iter().map(|&e| callsite.entries[e].word_offset).collect();
+    dropped.sort_unstable();
+    for e in &callsite.entries {
+        let at = dropped.partition_point(|&d| d + word <= e.word_offset);
+        if dropped.get(at).is_some_and(|&d| d < e.word_offset + word && d != e.word_offset) {
+            return Ok(Err(format!(
+                "the relocation at {:#x} of {} reaches into a word to drop; left unchanged",
+                e.word_offset, cs.name
+            )));
+        }
+    }
     if cs.sh_type != object::elf::SHT_PROGBITS {
         // Shrinking a section of any other kind changes what it means to
         // every reader that knows that kind.
@@ -466,13 +481,13 @@ mod tests {
         rule.neutraliser = Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
         let callsite = info.alloc_section(rule.section).unwrap();
         let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().unwrap();
-        let why = drop_symbols(&data, &info, &rule, &x.callsite, 1).unwrap().unwrap_err();
+        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
         assert!(why.contains("would empty __mcount_loc") && why.contains("s390"), "{why}");
         let mut warnings = Vec::new();
         let decided = decide_module(&data, &info, &rule, &Options::default(), &mut warnings).unwrap();
         assert!(decided.plan.is_empty() && matches!(decided.left, Some((LeftAlone::NotChecked, _))));
         assert_eq!(warnings, [why]);
         // Without that loader fact the same drop would go ahead.
-        assert!(drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, 1).unwrap().is_ok());
+        assert!(drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok());
     }
 }

@@ -35,6 +35,9 @@ enum Extra {
     GlobalInTable,
     /// A relocation of another section against a symbol in the table.
     PointerIntoTable,
+    /// An unaligned relocation whose word reaches into a dead entry's word
+    /// (found by the `apply` fuzz target: the move cut it in two).
+    Straddle,
 }
 
 /// An arm64 module: `LOCATIONS` in `__patchable_function_entries`, `$d`
@@ -65,6 +68,10 @@ fn arm64(vermagic: &str, extra: Extra) -> Vec<u8> {
         let target = obj.add_symbol(symbol("$d", 24, 0, SymbolKind::Data, SymbolScope::Compilation, in_table));
         let flags = RelocationFlags::Elf { r_type: elf::R_AARCH64_ABS64 };
         obj.add_relocation(data, Relocation { offset: 0, symbol: target, addend: 0, flags }).unwrap();
+    }
+    if extra == Extra::Straddle {
+        let flags = RelocationFlags::Elf { r_type: elf::R_AARCH64_ABS64 };
+        obj.add_relocation(table, Relocation { offset: 4, symbol: section, addend: 0x40, flags }).unwrap();
     }
     add_modinfo(&mut obj, vermagic, &[]);
     obj.write().unwrap()
@@ -163,6 +170,7 @@ fn what_points_into_the_table_keeps_the_module_unchanged() {
     for (extra, why) in [
         (Extra::GlobalInTable, "is defined in __patchable_function_entries and is not local"),
         (Extra::PointerIntoTable, ".rela.data relocates against a symbol defined in __patchable_function_entries"),
+        (Extra::Straddle, "the relocation at 0x4 of __patchable_function_entries reaches into a word to drop"),
     ] {
         let before = arm64(ADJUST_FIRST, extra);
         let (after, an) = run(&before);
