@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! A deliberately broken tool, for the end-to-end test's negative control:
-//! it zeroes what zero-weak-mcount zeroes plus the first VALID entry. A
+//! it zeroes (or, where the tool drops, drops) what zero-weak-mcount does,
+//! plus the first VALID entry. A
 //! test that cannot tell this from the real tool proves nothing. It runs
 //! the same per-entry pipeline (`decide::all`), so it follows every rule:
 //! the max offset on x86 and powerpc, containment on arm64, riscv, s390,
@@ -11,7 +12,8 @@
 use zero_weak_mcount::arch::{self, Overrides, Scope};
 use zero_weak_mcount::decide::{self, Layout, SymbolIndex, Verdict};
 use zero_weak_mcount::elf;
-use zero_weak_mcount::plan::Plan;
+use zero_weak_mcount::plan::{Plan, Removal};
+use zero_weak_mcount::rule::Neutraliser;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -38,7 +40,12 @@ fn main() {
     let extra = extra.expect("no valid entry to break");
     zero.push(extra);
     zero.sort_unstable();
-    let plan = Plan::new(&data, &info, &x.callsite, &zero).unwrap();
+    let (verb, table_symbols) = match rule.neutraliser {
+        Neutraliser::Zero => ("zeroed", None),
+        Neutraliser::Drop { .. } => ("dropped", Some(elf::table_symbols(&data, &info, &x.callsite).unwrap().unwrap())),
+    };
+    let removal = table_symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
+    let plan = Plan::new(&data, &info, &x.callsite, &zero, removal).unwrap();
     std::fs::write(output, plan.apply_to(&data)).unwrap();
-    eprintln!("zero-extra: zeroed {} entries, including valid entry {extra}", zero.len());
+    eprintln!("zero-extra: {verb} {} entries, including valid entry {extra}", zero.len());
 }

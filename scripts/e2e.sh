@@ -23,14 +23,31 @@
 #                    then ib_core, ib_uverbs, rdmavt, dca + ib_qib.ko
 #   bookworm-i386    Debian bookworm 6.1 686 kernel (qemu-system-i386 -cpu
 #                    qemu32, busybox-static:i386): irqbypass.ko + kvm.ko
-#   bookworm-ppc64el Debian bookworm 6.1 ppc64le kernel: kvm.ko, which the
-#                    tool must leave alone (6.1 powerpc keeps weak callsites
-#                    as records of the preceding function)
+#   bookworm-ppc64el Debian bookworm 6.1 ppc64le kernel: kvm.ko (6.1 powerpc
+#                    has no check and keeps weak callsites as records of the
+#                    preceding function: the containment comparison), with
+#                    the negative control on the same boots
 #   negative         sid-amd64 kvm.ko processed by the zero-extra example
 #                    (one extra *valid* entry zeroed): the comparison must
 #                    FAIL, or the whole run fails
 #   negative-arm64   the same for sid-arm64's rvu_nicpf.ko, under the
 #                    containment comparison
+# Cases run only when named (`make e2e-old`, docs/e2e.md), each with the
+# negative control (one valid entry zeroed, or dropped where the tool
+# drops) on the same boots:
+#   bullseye-amd64   Debian bullseye 5.10 x86_64 (no check before 6.0):
+#                    irqbypass + kvm.ko, ib_core, ib_uverbs, rdmavt, dca +
+#                    ib_qib.ko, zeroed, containment comparison
+#   bullseye-arm64   Debian bullseye 5.10 arm64: macsec.ko (nothing to drop;
+#                    the control's dropped real entry must show)
+#   bookworm-arm64   the same for Debian bookworm's 6.1 arm64 kernel
+#   s390x-empty      Debian sid s390x: a module as processed (the tool never
+#                    empties an s390 table) loads; the same module with its
+#                    __mcount_loc emptied (what a drop of every entry would
+#                    write) must fail to load, or the run fails
+#   bpo-arm64        Debian bookworm-backports 6.12.94 arm64 (adjusts before
+#                    the zero test): rvu_nicpf.ko and the three modules it
+#                    needs, its two dead entries dropped
 # Cases run only when named (they build a kernel: `make e2e-clang`):
 #   clang-amd64      stock 7.2 x86_64 (IBT) built with clang/lld
 #                    (scripts/build-clang-kernel.sh): irqbypass.ko + kvm.ko,
@@ -74,6 +91,8 @@ ALL_CASES="bookworm-amd64 sid-amd64 sid-ppc64el trixie-ppc64el trixie-amd64 book
 # Each builds a whole kernel with clang (most of an hour on 2 cores), so
 # only a run that names them pays for it.
 BUILD_CASES="clang-amd64 clang-ppc64el"
+# Kernels before the rules' newest fixes: 5.10, 6.1 and 6.12.94 (make e2e-old).
+OLD_CASES="bullseye-amd64 bullseye-arm64 bookworm-arm64 bpo-arm64 s390x-empty"
 cases=$ALL_CASES
 work=${ZWM_E2E_WORK:-}
 while [ $# -gt 0 ]; do
@@ -88,7 +107,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 for c in $cases; do
-    case " $ALL_CASES $BUILD_CASES " in *" $c "*) ;; *) die "unknown case $c";; esac
+    case " $ALL_CASES $BUILD_CASES $OLD_CASES " in *" $c "*) ;; *) die "unknown case $c";; esac
 done
 
 # --- host tools ---------------------------------------------------------------
@@ -172,8 +191,8 @@ find_in_root() {
 agreement() {
     local in=$1 a b
     [ -n "${KCONFIG:-}" ] || { echo -; return 0; }
-    a=$("$ZWM" --check -v --signed=strip "$in" 2>&1 | sed -n 's/^.*: zero \([^ ]*\) .*$/\1/p' | sort)
-    b=$("$ZWM" --check -v --signed=strip --kconfig "$KCONFIG" "$in" 2>&1 | sed -n 's/^.*: zero \([^ ]*\) .*$/\1/p' | sort)
+    a=$("$ZWM" --check -v --signed=strip "$in" 2>&1 | sed -n 's/^.*: \(zero\|drop\) \([^ ]*\) .*$/\2/p' | sort)
+    b=$("$ZWM" --check -v --signed=strip --kconfig "$KCONFIG" "$in" 2>&1 | sed -n 's/^.*: \(zero\|drop\) \([^ ]*\) .*$/\2/p' | sort)
     if [ "$a" = "$b" ]; then echo yes; else
         echo no
         log "$in: default and --kconfig differ: $(diff <(echo "$b") <(echo "$a") | sed -n 's/^[<>] //p' | tr '\n' ' ')"
@@ -184,7 +203,9 @@ agreement() {
 # Boots the originals once, then each variant, and compares.
 # For the 'zero-extra' variant the comparison is expected to fail.
 # PATCH_SITES (comma-separated offsets from a function's symbol to its
-# record ip) selects the containment comparison; NOINIT=1 boots copies whose
+# record ip) selects the containment comparison, NAMED=1 its form for
+# kernels that list no record ips (before 6.5: dead records are the lines
+# of a name beyond the module's functions of that name); NOINIT=1 boots copies whose
 # init call is removed (zwm_e2e.py noinit), made after processing.
 run_variants() {
     local case=$1 arch=$2 kernel=$3 bb=$4 kver=$5 variants=$6; shift 7
@@ -268,7 +289,10 @@ run_variants() {
         local neg_hit=0
         for name in "${names[@]}"; do
             local res crc
-            if [ -n "${PATCH_SITES:-}" ]; then
+            if [ -n "${NAMED:-}" ]; then
+                res=$("${PY[@]}" compare-named "$cdir/boot-orig/report.json" "$vdir/boot/report.json" \
+                      "$name" "$vdir/$name.log" "$cdir/orig/$name.ko" 2>&1)
+            elif [ -n "${PATCH_SITES:-}" ]; then
                 res=$("${PY[@]}" compare-contained "$cdir/boot-orig/report.json" "$vdir/boot/report.json" \
                       "$name" "$vdir/$name.log" "$cdir/orig/$name.ko" "$vdir/$name.ko" "$PATCH_SITES" 2>&1)
             else
@@ -422,6 +446,42 @@ case_sid_s390x() {
     NOINIT=1 PATCH_SITES=0 debian_case sid-s390x sid s390x s390x tool-default -- arch/s390/kvm/kvm
 }
 
+# Why a drop never empties an s390 table: s390's module_finalize() sizes its
+# hotpatch trampolines from __mcount_loc, and a size of 0 fails the load.
+# The processed module (a table the tool left whole) must load; the copy
+# with the table emptied must not.
+S390_EMPTY_MOD=drivers/net/dummy
+case_s390x_empty() {
+    local root kver kernel bb m cdir=$work/s390x-empty name
+    root=$("$FETCH" sid s390x busybox-static) || { FAILURES+=("s390x-empty: fetch failed"); return; }
+    kver=$(cat "$root/../kver")
+    kernel=$(find_in_root "$root" "$kver" "boot/vmlinuz-$kver" "lib/modules/$kver/vmlinuz") || { FAILURES+=("s390x-empty: no kernel"); return; }
+    bb=$(find_in_root "$root" "$kver" bin/busybox) || { FAILURES+=("s390x-empty: no busybox"); return; }
+    m=$(find_in_root "$root" "$kver" "lib/modules/$kver/kernel/$S390_EMPTY_MOD.ko" "lib/modules/$kver/kernel/$S390_EMPTY_MOD.ko.*") ||
+        { FAILURES+=("s390x-empty: $S390_EMPTY_MOD.ko not found"); return; }
+    mkdir -p "$cdir"
+    name=$("${PY[@]}" modname "$m")
+    "${PY[@]}" prep "$m" "$cdir/$name.in.ko" 2>/dev/null &&
+    "$ZWM" -v -o "$cdir/$name.ko" "$cdir/$name.in.ko" 2>"$cdir/$name.log" &&
+    "${PY[@]}" empty-table "$cdir/$name.ko" "$cdir/$name.empty.ko" ||
+        { FAILURES+=("s390x-empty: preparing $name failed"); return; }
+    local rc_ok rc_empty
+    boot_set s390x "$kernel" "$bb" "$cdir/boot-processed" "$cdir/$name.ko"; rc_ok=$?
+    mkdir -p "$cdir/empty"; cp "$cdir/$name.empty.ko" "$cdir/empty/$name.ko"
+    boot_set s390x "$kernel" "$bb" "$cdir/boot-empty" "$cdir/empty/$name.ko"; rc_empty=$?
+    local lines
+    lines=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(len(r["aff"].get(sys.argv[2], [])))' \
+        "$cdir/boot-processed/report.json" "$name" 2>/dev/null || echo '?')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' s390x-empty processed "$kver" "$name" - "$lines" "$lines" - - 0 \
+        "$([ $rc_ok = 0 ] && echo PASS || echo FAIL)" "$(cat "$cdir/boot-processed/boot-seconds" 2>/dev/null)" - >> "$SUMMARY"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' s390x-empty emptied "$kver" "$name" - - - - - all \
+        "$([ $rc_empty = 10 ] && echo FAIL-as-expected || echo NOT-DETECTED)" "$(cat "$cdir/boot-empty/boot-seconds" 2>/dev/null)" - >> "$SUMMARY"
+    [ $rc_ok = 0 ] || FAILURES+=("s390x-empty: the processed $name does not boot cleanly (boot.sh exit $rc_ok, $cdir/boot-processed/console.log)")
+    if [ $rc_empty = 10 ] && grep -aq "can't insert.*Cannot allocate memory" "$cdir/boot-empty/console.log"; then
+        NEG_STATUS+="s390x-empty detected; "
+    else FAILURES+=("s390x-empty: $name with an empty __mcount_loc did not fail to load (boot.sh exit $rc_empty)"); fi
+}
+
 build_zero_extra() {
     [ -n "${ZWM_ZERO_EXTRA:-}" ] && return 0
     log "negative: cargo build --release --example zero-extra"
@@ -491,13 +551,33 @@ for c in $cases; do
             debian_case bookworm-i386 bookworm i386 i386 tool-default -- \
                 virt/lib/irqbypass arch/x86/kvm/kvm;;
         bookworm-ppc64el)
-            debian_case bookworm-ppc64el bookworm ppc64el ppc64le tool-default -- \
-                arch/powerpc/kvm/kvm;;
+            build_zero_extra
+            NAMED=1 debian_case bookworm-ppc64el bookworm ppc64el ppc64le \
+                "tool-default zero-extra" -- arch/powerpc/kvm/kvm;;
+        bullseye-amd64)
+            build_zero_extra
+            ZWM_DEBIAN_SECURITY=none NAMED=1 debian_case bullseye-amd64 bullseye amd64 x86_64 \
+                "tool-default zero-extra" -- virt/lib/irqbypass arch/x86/kvm/kvm \
+                drivers/infiniband/core/ib_core drivers/infiniband/core/ib_uverbs \
+                drivers/infiniband/sw/rdmavt/rdmavt drivers/dca/dca drivers/infiniband/hw/qib/ib_qib;;
+        bullseye-arm64)
+            build_zero_extra
+            ZWM_DEBIAN_SECURITY=none NAMED=1 debian_case bullseye-arm64 bullseye arm64 aarch64 \
+                "tool-default zero-extra" -- drivers/net/macsec;;
+        bookworm-arm64)
+            build_zero_extra
+            NAMED=1 debian_case bookworm-arm64 bookworm arm64 aarch64 \
+                "tool-default zero-extra" -- drivers/net/macsec;;
+        bpo-arm64)
+            build_zero_extra
+            ZWM_KERNEL_IMAGE=linux-image-6.12.94+deb12-arm64 PATCH_SITES=4,8 \
+                debian_case bpo-arm64 bookworm-backports arm64 aarch64 "tool-default zero-extra" -- "${ARM64_MODS[@]}";;
         sid-arm64) case_sid_arm64 tool-default sid-arm64;;
         sid-riscv64) case_sid_riscv64;;
         sid-s390x) case_sid_s390x;;
         negative) case_negative;;
         negative-arm64) case_negative_arm64;;
+        s390x-empty) case_s390x_empty;;
         clang-amd64) case_clang clang-amd64 x86_64;;
         clang-ppc64el) case_clang clang-ppc64el ppc64le;;
     esac

@@ -7,7 +7,9 @@
 # (dpkg -x) into one extraction root.  The machine's apt configuration is not
 # touched: a private sources list, state and cache live under the cache folder.
 #
-#   SUITE    bookworm | trixie | sid   (a release includes its -security suite)
+#   SUITE    bullseye | bookworm | trixie | sid (a release includes its
+#            -security suite), or bookworm-backports (with bookworm for
+#            what backports lacks, pinned so that its kernel is the candidate)
 #   DEBARCH  amd64 | ppc64el | i386 | arm64 | armhf | riscv64 | s390x | loong64
 #   PKG...   extra packages to unpack into the same root (e.g. busybox-static)
 #
@@ -26,6 +28,8 @@
 #                        build that is not on the mirror yet for one arch)
 #   ZWM_KEYRING          default /usr/share/keyrings/debian-archive-keyring.gpg
 #   ZWM_FLAVOUR          kernel flavour (default from DEBARCH: amd64, powerpc64le)
+#   ZWM_KERNEL_IMAGE     a linux-image-* package to take instead of the newest
+#                        (an older build the suite still carries)
 #
 # Re-running is fast: lists are refreshed only when stale, .deb files are kept
 # and each one is unpacked once.  When a refresh brings a newer kernel, the
@@ -49,8 +53,8 @@ CACHE=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 MAX_AGE=${ZWM_APT_MAX_AGE:-86400}
 
 case "$SUITE" in
-    bookworm|trixie|sid) ;;
-    *) die "unsupported suite '$SUITE' (bookworm|trixie|sid)";;
+    bullseye|bookworm|trixie|sid|bookworm-backports) ;;
+    *) die "unsupported suite '$SUITE' (bullseye|bookworm|trixie|sid|bookworm-backports)";;
 esac
 case "$DEBARCH" in
     amd64)   FLAVOUR=amd64;;
@@ -82,12 +86,15 @@ flock 9
 SRC=$APTDIR/etc/sources.list
 {
     case "$SUITE" in
-        bookworm|trixie)
+        bullseye|bookworm|trixie)
             echo "deb [signed-by=$KEYRING] $MIRROR $SUITE main"
             [ "$SECURITY" = none ] ||
                 echo "deb [signed-by=$KEYRING] $SECURITY $SUITE-security main";;
         sid)
             echo "deb [signed-by=$KEYRING] $MIRROR sid main";;
+        bookworm-backports)
+            echo "deb [signed-by=$KEYRING] $MIRROR bookworm main"
+            echo "deb [signed-by=$KEYRING] $MIRROR bookworm-backports main";;
     esac
 } > "$SRC.new"
 if ! cmp -s "$SRC.new" "$SRC" 2>/dev/null; then
@@ -97,6 +104,10 @@ else
     rm -f "$SRC.new"
 fi
 touch "$APTDIR/state/status"
+# Backports are NotAutomatic: without a pin the release's own kernel wins.
+case "$SUITE" in
+    *-backports) printf 'Package: *\nPin: release a=%s\nPin-Priority: 990\n' "$SUITE";;
+esac > "$APTDIR/etc/preferences"
 
 # Private configuration (APT_CONFIG is read before anything else, so the
 # host's apt.conf.d is never read: no host index targets such as DEP-11, no
@@ -169,7 +180,7 @@ deps_of() {  # direct Depends (first alternative only) of the candidate of $1
         --no-conflicts --no-breaks --no-replaces --no-enhances "$1" 2>/dev/null |
         awk '/^  Depends: /{ sub(/^  Depends: /,""); gsub(/[<>]/,""); print }'
 }
-IMAGE=$(deps_of "$META" | grep -E '^linux-image-' | head -n1 || true)
+IMAGE=${ZWM_KERNEL_IMAGE:-$(deps_of "$META" | grep -E '^linux-image-' | head -n1 || true)}
 [ -n "$IMAGE" ] || die "cannot resolve $META in $SUITE/$DEBARCH (no candidate or no linux-image-* dependency)"
 # An index can name a build that the mirror does not carry (yet) for this
 # arch: then fall back to the newest older build of the flavour that it has.
@@ -188,7 +199,7 @@ if [ -f "$FALLBACK" ] && [ "$(head -n1 "$FALLBACK")" = "$IMAGE" ]; then
 elif ! fetchable "$IMAGE"; then
     log "warning: $IMAGE is listed but cannot be downloaded; trying older builds"
     listed=$IMAGE
-    IMAGE=$(apt-cache "${APT_OPTS[@]}" search --names-only "^linux-image-[0-9].*-$FLAVOUR(-unsigned)?\$" 2>/dev/null |
+    IMAGE=$(apt-cache "${APT_OPTS[@]}" search --names-only "^linux-image-[0-9][^ ]*[0-9]-$FLAVOUR(-unsigned)?\$" 2>/dev/null |
         awk '{print $1}' | grep -vxF "$IMAGE" | sort -rV |
         while read -r p; do fetchable "$p" && { echo "$p"; break; }; done)
     [ -n "$IMAGE" ] || die "no linux-image-*-$FLAVOUR in $SUITE/$DEBARCH can be downloaded"

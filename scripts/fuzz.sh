@@ -16,10 +16,11 @@ secs=${1:-60}
 [ $# -gt 0 ] && shift
 targets=${*:-analyze apply}
 
-version=$(rustc --version)
-if [[ $version != *nightly* ]]; then
-	export RUSTC_BOOTSTRAP=1
-fi
+# POSIX sh (dash) has no [[ ]]: a case keeps the script /bin/sh.
+case $(rustc --version) in
+	*nightly*) ;;
+	*) export RUSTC_BOOTSTRAP=1;;
+esac
 # Debug assertions on (overflow checks find what release would wrap).
 for t in $targets; do
 	corpus=fuzz/corpus/$t

@@ -6,13 +6,15 @@
 //! The table, with the kernel file and function behind each row, is
 //! docs/rules.md.
 //!
-//! Only x86 and powerpc define `FTRACE_MCOUNT_MAX_OFFSET`
-//! (`arch/x86/include/asm/ftrace.h`, `arch/powerpc/include/asm/ftrace.h`).
-//! Everywhere else the kernel checks no module record: an overridden weak
-//! body keeps its record, named after the function before it, a dead
-//! duplicate. On arm64, riscv, s390, loongarch and arm we zero those as
-//! `scripts/sorttable.c` does for vmlinux ([`Check::Contains`]); other
-//! arches are left alone.
+//! Only x86 (from 6.0) and powerpc (from 6.2) define
+//! `FTRACE_MCOUNT_MAX_OFFSET` (`arch/x86/include/asm/ftrace.h`,
+//! `arch/powerpc/include/asm/ftrace.h`). Everywhere else, and on those two
+//! before it, the kernel checks no module record: an overridden weak body
+//! keeps its record, named after the function before it, a dead duplicate.
+//! There we take those out as `scripts/sorttable.c` does for vmlinux
+//! ([`Check::Contains`]); other arches are left alone. Each rule also says
+//! how ([`Neutraliser`]): zeroed where the kernel skips a zero word, dropped
+//! where it would adjust a zero into a bogus record.
 //!
 //! Where the kernel config is unknown we pick the largest offset any config
 //! could have: a larger offset only keeps more entries, a smaller one than
@@ -31,130 +33,13 @@ use std::fmt;
 
 use object::elf;
 
-use crate::decide::Input;
-use crate::elf::{ElfInfo, Entry, Mapping, RelocShape, Target};
+use crate::elf::{ElfInfo, Mapping, RelocShape};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
+use crate::rule::{Adjust, Arch, Check, Neutraliser, Release, Rule, release};
 
 pub const MCOUNT_LOC: &str = "__mcount_loc";
 pub const PATCHABLE: &str = "__patchable_function_entries";
-
-/// The architecture a module was built for, from `e_machine` and the ELF
-/// class, as `scripts/sorttable.c` tells them apart (`switch (e_machine)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Arch {
-    X86_64,
-    I386,
-    Ppc64,
-    Ppc32,
-    Arm64,
-    Arm,
-    Riscv,
-    S390,
-    LoongArch,
-    Mips,
-    Parisc,
-    Sparc,
-    Sh,
-    Csky,
-    Microblaze,
-}
-
-impl Arch {
-    /// The arch of a module, or `None` for a machine no kernel builds
-    /// modules for with ftrace (or a class that arch does not use).
-    #[must_use]
-    pub fn from_elf(machine: u16, is_64: bool) -> Option<Arch> {
-        Some(match (machine, is_64) {
-            (elf::EM_X86_64, true) => Arch::X86_64,
-            (elf::EM_386, false) => Arch::I386,
-            (elf::EM_PPC64, true) => Arch::Ppc64,
-            (elf::EM_PPC, false) => Arch::Ppc32,
-            (elf::EM_AARCH64, _) => Arch::Arm64,
-            (elf::EM_ARM, _) => Arch::Arm,
-            (elf::EM_RISCV, _) => Arch::Riscv,
-            (elf::EM_S390, _) => Arch::S390,
-            (elf::EM_LOONGARCH, _) => Arch::LoongArch,
-            (elf::EM_MIPS, _) => Arch::Mips,
-            (elf::EM_PARISC, _) => Arch::Parisc,
-            (elf::EM_SPARCV9 | elf::EM_SPARC, _) => Arch::Sparc,
-            (elf::EM_SH, _) => Arch::Sh,
-            (elf::EM_CSKY, _) => Arch::Csky,
-            (elf::EM_MICROBLAZE, _) => Arch::Microblaze,
-            _ => return None,
-        })
-    }
-
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86_64",
-            Arch::I386 => "i386",
-            Arch::Ppc64 => "ppc64",
-            Arch::Ppc32 => "ppc32",
-            Arch::Arm64 => "arm64",
-            Arch::Arm => "arm",
-            Arch::Riscv => "riscv",
-            Arch::S390 => "s390",
-            Arch::LoongArch => "loongarch",
-            Arch::Mips => "mips",
-            Arch::Parisc => "parisc",
-            Arch::Sparc => "sparc",
-            Arch::Sh => "sh",
-            Arch::Csky => "csky",
-            Arch::Microblaze => "microblaze",
-        }
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A kernel release with its stable patch level, as `vermagic` names it.
-///
-/// The patch level matters: stable kernels take fixes that change whether
-/// zeroing is safe (see [`skips_zero_before_adjust`]). A release string
-/// that hides it, as Debian bookworm's `6.1.0-57-amd64` does, reads as
-/// patch 0: the oldest kernel of its line, which is the careful reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Release {
-    pub major: u32,
-    pub minor: u32,
-    pub patch: u32,
-}
-
-#[must_use]
-pub const fn release(major: u32, minor: u32, patch: u32) -> Release {
-    Release { major, minor, patch }
-}
-
-impl Release {
-    /// `7.2.13+deb14-amd64 SMP ...` → 7.2.13; `6.1.0-57-amd64` → 6.1.0;
-    /// `7.3-rc7` → 7.3.0.
-    #[must_use]
-    pub fn from_vermagic(vermagic: &str) -> Option<Release> {
-        let text = vermagic.split_whitespace().next()?;
-        let mut numbers = text.split('.');
-        let major = numbers.next()?.parse().ok()?;
-        let minor = leading_number(numbers.next()?)?;
-        let patch = numbers.next().and_then(leading_number).unwrap_or(0);
-        Some(release(major, minor, patch))
-    }
-}
-
-fn leading_number(text: &str) -> Option<u32> {
-    let end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    text[..end].parse().ok()
-}
-
-impl fmt::Display for Release {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
-}
 
 /// The releases whose `ftrace_process_locs()` (kernel/trace/ftrace.c) tests
 /// a callsite word for zero before `ftrace_call_adjust()`: commit 6eeca746fa5f
@@ -196,29 +81,6 @@ fn in_fixed_line(kernel: Release, firsts: &[Release]) -> bool {
         || firsts.iter().any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
 }
 
-/// The kind of check the kernel makes of each record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
-    /// `test_for_valid_rec()`: a symbol at most `FTRACE_MCOUNT_MAX_OFFSET`
-    /// bytes before the record ip.
-    MaxOffset,
-    /// No check in the kernel: it keeps every record, and names a dead weak
-    /// body after the function before it. We apply `scripts/sorttable.c`'s
-    /// rule for vmlinux (commit ef378c3b8233, `cmp_func_addr()`): keep a
-    /// location inside a sized function symbol, or at most `before` bytes
-    /// ahead of one, where patchable entries placed before the function are.
-    Contains { before: u64 },
-}
-
-impl Check {
-    /// Whether the kernel itself rejects what this rule zeroes. Under
-    /// [`Check::Contains`] the kernel keeps every record.
-    #[must_use]
-    pub fn kernel_checks(self) -> bool {
-        self == Check::MaxOffset
-    }
-}
-
 /// What one row's family function picks from the config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Choice {
@@ -258,6 +120,8 @@ pub struct Row {
     pub check: Check,
     /// Table, adjust and offset for a config, or why the kernel does not check.
     pub choose: fn(Ctx<'_>) -> Result<Choice, NoCheck>,
+    /// The loader fails a module whose callsite table is empty.
+    pub empty_table_fails: bool,
 }
 
 impl Row {
@@ -270,48 +134,89 @@ const fn shape(rela: bool, abs_type: u32) -> RelocShape {
     RelocShape { rela, abs_type }
 }
 
-/// The arches whose kernel checks module callsites, by release range.
+/// The rows, by arch and release range, from 5.10 ([`OLDEST_READ`]) on.
 ///
-/// `FTRACE_MCOUNT_MAX_OFFSET` appeared for x86 in 6.0. For powerpc, the 7.2
-/// rules (zero entries skipped before the adjust in `ftrace_process_locs()`,
-/// out-of-line patchable entries) are only established from 6.13 on; older
-/// powerpc kernels are left alone rather than guessed at.
+/// Each arch's first row is the one before its `FTRACE_MCOUNT_MAX_OFFSET`
+/// (x86 6.0, powerpc 6.2), or its only kind of rule (containment) on the
+/// arches that never define it.
 pub static ROWS: &[Row] = &[
     Row {
         arch: Arch::X86_64,
         config_symbol: "X86_64",
-        since: release(6, 0, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_X86),
+        older: OLDER,
+        shape: shape(true, elf::R_X86_64_64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: x86_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::X86_64,
+        config_symbol: "X86_64",
+        since: MAX_OFFSET_SINCE_X86,
         until: None,
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
+        older: OLDER,
         shape: shape(true, elf::R_X86_64_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::MaxOffset,
         choose: x86_64,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::I386,
         config_symbol: "X86_32",
-        since: release(6, 0, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_X86),
+        older: OLDER,
+        shape: shape(false, elf::R_386_32),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: x86_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::I386,
+        config_symbol: "X86_32",
+        since: MAX_OFFSET_SINCE_X86,
         until: None,
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET (6.0): it keeps weak callsites",
+        older: OLDER,
         shape: shape(false, elf::R_386_32),
         init_in_core: false,
         table_needs_config: false,
         check: Check::MaxOffset,
         choose: i386,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc64,
         config_symbol: "PPC64",
-        since: release(6, 2, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_PPC),
+        older: OLDER,
+        shape: shape(true, elf::R_PPC64_ADDR64),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: ppc64_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::Ppc64,
+        config_symbol: "PPC64",
+        since: MAX_OFFSET_SINCE_PPC,
         until: Some(release(6, 6, 0)),
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        older: OLDER,
         shape: shape(true, elf::R_PPC64_ADDR64),
         init_in_core: true,
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc64_v6_2,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc64,
@@ -324,6 +229,7 @@ pub static ROWS: &[Row] = &[
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc64_v6_6,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc64,
@@ -336,18 +242,33 @@ pub static ROWS: &[Row] = &[
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc64,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc32,
         config_symbol: "PPC32",
-        since: release(6, 2, 0),
+        since: OLDEST_READ,
+        until: Some(MAX_OFFSET_SINCE_PPC),
+        older: OLDER,
+        shape: shape(true, elf::R_PPC_ADDR32),
+        init_in_core: false,
+        table_needs_config: false,
+        check: Check::Contains { before: 0 },
+        choose: ppc_contained,
+        empty_table_fails: false,
+    },
+    Row {
+        arch: Arch::Ppc32,
+        config_symbol: "PPC32",
+        since: MAX_OFFSET_SINCE_PPC,
         until: Some(release(6, 13, 0)),
-        older: "predates FTRACE_MCOUNT_MAX_OFFSET on powerpc (6.2): it keeps weak callsites",
+        older: OLDER,
         shape: shape(true, elf::R_PPC_ADDR32),
         init_in_core: false,
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc32_v6_2,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Ppc32,
@@ -360,89 +281,109 @@ pub static ROWS: &[Row] = &[
         table_needs_config: true,
         check: Check::MaxOffset,
         choose: ppc32,
+        empty_table_fails: false,
     },
     // The arches without FTRACE_MCOUNT_MAX_OFFSET, under sorttable's rule
-    // (`Check::Contains`). Read in the source of 6.12.118 and 7.2.13; 6.1.192
-    // for what older kernels lack. `before` is the most any config places
+    // (`Check::Contains`). Read in the source of 5.10.223, 6.1.192, 6.12.118
+    // and 7.2.13 (docs/rules.md says what between them is inferred). `before` is the most any config places
     // ahead of a function: arm64's `-fpatchable-function-entry=4,2` (with
     // CALL_OPS) and riscv's `=8,4` of 2-byte c.nops (or `=4,2` of 4-byte
     // nops) both put 8 bytes there (arch/*/Makefile, `CC_FLAGS_FTRACE`).
     Row {
         arch: Arch::Arm64,
         config_symbol: "ARM64",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_AARCH64_ABS64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 8 },
         choose: arm64,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Riscv,
         config_symbol: "RISCV",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: Some(release(6, 13, 0)),
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_RISCV_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 8 },
         choose: riscv_identity,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Riscv,
         config_symbol: "RISCV",
         since: release(6, 13, 0),
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_RISCV_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 8 },
         choose: riscv_patch_site,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::S390,
         config_symbol: "S390",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(true, elf::R_390_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 0 },
         choose: s390,
+        empty_table_fails: true,
     },
     Row {
         arch: Arch::LoongArch,
         config_symbol: "LOONGARCH",
         since: release(6, 12, 0),
         until: None,
-        older: CONTAINS_OLDER,
+        older: LOONGARCH_OLDER,
         shape: shape(true, elf::R_LARCH_64),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 0 },
         choose: loongarch,
+        empty_table_fails: false,
     },
     Row {
         arch: Arch::Arm,
         config_symbol: "ARM",
-        since: release(6, 12, 0),
+        since: OLDEST_READ,
         until: None,
-        older: CONTAINS_OLDER,
+        older: OLDER,
         shape: shape(false, elf::R_ARM_ABS32),
         init_in_core: false,
         table_needs_config: false,
         check: Check::Contains { before: 0 },
         choose: arm,
+        empty_table_fails: false,
     },
 ];
 
-/// Why a kernel older than the containment rows is left alone.
-const CONTAINS_OLDER: &str = "predates 6.12, the oldest kernel whose source this tool's rule for arches without a max offset was checked against";
+/// The oldest release whose source the rows were read in (Debian
+/// bullseye's 5.10.223); older kernels are left alone.
+pub const OLDEST_READ: Release = release(5, 10, 0);
+const OLDER: &str = "predates 5.10, the oldest kernel whose source this tool's rules were checked against";
+
+/// `FTRACE_MCOUNT_MAX_OFFSET` and `test_for_valid_rec()`: x86 from 6.0
+/// (b39181f7c690; 5.19 not read, so taken to lack them: the containment
+/// rule it then gets keeps at least what the offset rule keeps), powerpc
+/// from 6.2 (7af82ff90a2b). Before them the kernel keeps every record.
+pub const MAX_OFFSET_SINCE_X86: Release = release(6, 0, 0);
+pub const MAX_OFFSET_SINCE_PPC: Release = release(6, 2, 0);
+
+/// loongarch was read in 6.12 only, and no older Debian kernel exists for
+/// it: older ones are left alone.
+const LOONGARCH_OLDER: &str = "predates 6.12, the oldest loongarch kernel whose source this tool's rule was checked against";
 
 /// `x86_64`: `FTRACE_MCOUNT_MAX_OFFSET` is `ENDBR_INSN_SIZE`, 4 with IBT, else 0.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
@@ -624,12 +565,13 @@ fn contained(section: &'static str, adjust: Adjust, basis: &'static str) -> Choi
 }
 
 /// arm64 (arch/arm64/kernel/ftrace.c, `ftrace_call_adjust()`): patchable
-/// entries with `DYNAMIC_FTRACE_WITH_ARGS`, and the adjust moves the location
-/// to the `BL`; plain mcount otherwise, unadjusted.
+/// entries with `DYNAMIC_FTRACE_WITH_ARGS` (and before it, in 5.10 and 6.1,
+/// `DYNAMIC_FTRACE_WITH_REGS`: arch/arm64/Makefile), and the adjust moves the
+/// location to the `BL`; plain mcount otherwise, unadjusted.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
 fn arm64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     let patchable = match cx.config {
-        Some(c) => c.enabled("DYNAMIC_FTRACE_WITH_ARGS"),
+        Some(c) => c.enabled("DYNAMIC_FTRACE_WITH_ARGS") || c.enabled("DYNAMIC_FTRACE_WITH_REGS"),
         None => cx.info.alloc_section(PATCHABLE).is_some() || cx.info.alloc_section(MCOUNT_LOC).is_none(),
     };
     Ok(if patchable {
@@ -639,11 +581,43 @@ fn arm64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
     })
 }
 
-/// riscv up to 6.12 (arch/riscv/include/asm/ftrace.h): patchable entries,
-/// adjust the identity.
+/// riscv up to 6.12 (arch/riscv/include/asm/ftrace.h): adjust the
+/// identity. 6.1 and 6.12 record patchable entries; 5.10 plain `-pg`
+/// (`__mcount_loc`, arch/riscv/Makefile). Between them the module says
+/// which: the loader reads the one its build made (`FTRACE_CALLSITE_SECTION`,
+/// include/linux/ftrace.h).
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
-fn riscv_identity(_: Ctx<'_>) -> Result<Choice, NoCheck> {
-    Ok(contained(PATCHABLE, Adjust::Identity, "patchable entries, unadjusted"))
+fn riscv_identity(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(if cx.info.alloc_section(PATCHABLE).is_some() || cx.info.alloc_section(MCOUNT_LOC).is_none() {
+        contained(PATCHABLE, Adjust::Identity, "patchable entries, unadjusted")
+    } else {
+        contained(MCOUNT_LOC, Adjust::Identity, "-pg, unadjusted")
+    })
+}
+
+/// x86 before 6.0: no check at all (no `test_for_valid_rec()` in
+/// kernel/trace/ftrace.c, 5.10.223), so the kernel keeps a dead weak
+/// body's record under the name of the function before it. The location
+/// is the `call __fentry__` at a function's start (after `endbr64` with
+/// IBT), inside it; the adjust is the identity (arch/x86/include/asm/ftrace.h).
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn x86_contained(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(MCOUNT_LOC, Adjust::Identity, "no check before 6.0: unadjusted"))
+}
+
+/// ppc64 before 6.2: no check; `-mprofile-kernel` or `-pg`, both through
+/// `__mcount_loc`, the call inside the function, adjust the identity
+/// (arch/powerpc/include/asm/ftrace.h, 5.10.223 and 6.1.192). `ELFv2` only:
+/// `ELFv1` function symbols name descriptors in `.opd`, not code.
+fn ppc64_contained(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
+    ppc64_elfv2(cx)?;
+    ppc_contained(cx)
+}
+
+/// ppc32 before 6.2: `-pg` into `__mcount_loc`, adjust the identity.
+#[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
+fn ppc_contained(_: Ctx<'_>) -> Result<Choice, NoCheck> {
+    Ok(contained(MCOUNT_LOC, Adjust::Identity, "no check before 6.2: -pg or -mprofile-kernel, unadjusted"))
 }
 
 /// riscv in 7.2 (arch/riscv/kernel/ftrace.c): the adjust adds
@@ -676,144 +650,6 @@ fn arm(_: Ctx<'_>) -> Result<Choice, NoCheck> {
     Ok(contained(MCOUNT_LOC, Adjust::ClearThumbBit, "-pg, Thumb bit cleared"))
 }
 
-/// `ftrace_call_adjust()`: the record ip(s) a location may become.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Adjust {
-    Identity,
-    Add(u64),
-    /// The config is unknown between two additions: keep if either is valid.
-    AnyOf(u64, u64),
-    /// clang ppc64 modules (llvm issue 163706): +8 when the location holds
-    /// the global-entry pair `ld r2,-8(r12); add r2,r2,r12`, which the loader
-    /// may or may not rewrite; so both `addr` and `addr + 8` are candidates.
-    ClangGlobalEntry,
-    /// arm: `addr & ~1`, the Thumb-2 bit of a recorded location cleared.
-    ClearThumbBit,
-    /// arm64 and riscv from 6.13 on: the location moves to the patched
-    /// instruction, by an amount that depends on the config and on the code
-    /// (arm64: +4, or +12 and +16 past a BTI with `CALL_OPS`; riscv +4 or
-    /// +12). Only [`Check::Contains`] rows use it, and they test the
-    /// location itself; what matters is that 0 does not stay 0.
-    PatchSite,
-}
-
-/// `ld r2,-8(r12)` and `add r2,r2,r12` (arch/powerpc/include/asm/ppc-opcode.h).
-pub const PPC_LD_R2_R12_M8: u32 = 0xe84c_fff8;
-pub const PPC_ADD_R2_R2_R12: u32 = 0x7c42_6214;
-
-impl Adjust {
-    /// The candidate ips for a location; `global_entry` says whether the two
-    /// instructions at the location are the clang global-entry pair.
-    #[must_use]
-    pub fn candidates(self, addr: u64, global_entry: bool) -> ([u64; 2], usize) {
-        match self {
-            Adjust::Add(n) => ([addr + n, 0], 1),
-            Adjust::AnyOf(a, b) => ([addr + a, addr + b], 2),
-            Adjust::ClangGlobalEntry if global_entry => ([addr, addr + 8], 2),
-            Adjust::ClearThumbBit => ([addr & !1, 0], 1),
-            Adjust::Identity | Adjust::ClangGlobalEntry | Adjust::PatchSite => ([addr, 0], 1),
-        }
-    }
-
-    /// Whether `ftrace_call_adjust(0)` is 0, so that a zeroed word stays an
-    /// empty slot whichever comes first, the adjust or the zero test. The
-    /// clang adjust reads the code at the location, which at 0 is no code.
-    #[must_use]
-    pub fn maps_zero_to_zero(self) -> bool {
-        matches!(self, Adjust::Identity | Adjust::ClearThumbBit)
-    }
-
-    /// Whether the candidates depend on the code at the location. Only
-    /// clang's ppc64 adjust reads code: touching .text for every entry on
-    /// every arch would double the pages we fault in.
-    #[must_use]
-    pub fn reads_code(self) -> bool {
-        self == Adjust::ClangGlobalEntry
-    }
-
-    /// Whether the 8 bytes at a location are the clang global-entry pair.
-    #[must_use]
-    pub fn is_global_entry(insns: &[u8], big_endian: bool) -> bool {
-        insns.len() == 8
-            && crate::elf::read_uint(&insns[..4], big_endian) == u64::from(PPC_LD_R2_R12_M8)
-            && crate::elf::read_uint(&insns[4..], big_endian) == u64::from(PPC_ADD_R2_R2_R12)
-    }
-}
-
-/// The module memory regions the loader lays text sections out in
-/// (`__layout_sections()`): a symbol can only explain a location in the
-/// same region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Region {
-    Text,
-    InitText,
-}
-
-/// Everything the decision needs to know about the target kernel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    pub arch: Arch,
-    pub check: Check,
-    pub section: &'static str,
-    pub shape: RelocShape,
-    pub max_offset: u64,
-    pub adjust: Adjust,
-    /// ppc64's `module_init_section()` returns false: `.init*` is core text.
-    pub init_in_core: bool,
-    /// Without `CONFIG_MODULE_UNLOAD`, `.exit*` goes to init memory.
-    pub mod_unload: bool,
-    /// Where the numbers came from, for `--verbose`.
-    pub basis: &'static str,
-    /// The kernel, when it is newer than [`CHECKED_THROUGH`].
-    pub unchecked_release: Option<Release>,
-    /// The symbol names kallsyms skips.
-    pub mapping: Mapping,
-    /// The nearest symbol `find_kallsyms_symbol()` finds for an address is
-    /// always in the address's own memory region: the kernel bounds the
-    /// search, or its regions never touch.
-    pub region_bound: bool,
-}
-
-impl Rule {
-    /// The decision input for one entry: its candidate record ips, after
-    /// `ftrace_call_adjust()`.
-    #[must_use]
-    pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
-        match &entry.target {
-            Target::Odd(why) => Input::Odd((**why).clone()),
-            &Target::At { section, offset } => {
-                let global_entry = self.adjust.reads_code()
-                    && crate::elf::section_bytes(image, info, section, offset, 8)
-                        .is_some_and(|insns| Adjust::is_global_entry(insns, info.big_endian));
-                let (ips, count) = self.adjust.candidates(offset, global_entry);
-                Input::Ips { section, ips, count }
-            }
-        }
-    }
-
-    /// The rule in one phrase, for the `--verbose` summary line.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        match self.check {
-            Check::MaxOffset => {
-                format!("{}, {}, max offset {} ({})", self.arch, self.section, self.max_offset, self.basis)
-            }
-            Check::Contains { before } => format!(
-                "{}, {}, inside a function symbol, up to {before} bytes before it ({}; the kernel has no \
-                 FTRACE_MCOUNT_MAX_OFFSET here)",
-                self.arch, self.section, self.basis
-            ),
-        }
-    }
-
-    #[must_use]
-    pub fn region(&self, section_name: &str) -> Region {
-        let init = !self.init_in_core
-            && (section_name.starts_with(".init") || (!self.mod_unload && section_name.starts_with(".exit")));
-        if init { Region::InitText } else { Region::Text }
-    }
-}
-
 /// The outcome of picking a rule for a module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
@@ -842,11 +678,6 @@ pub enum NoCheck {
         kernel: Release,
         lacks: &'static str,
     },
-    /// A kernel without the zero-first order, whose adjust moves 0.
-    AdjustFirst {
-        kernel: Release,
-        adjust: Adjust,
-    },
     PpcElfV1,
     PpcPlainPg,
     /// ppc, `--section __mcount_loc`, no config.
@@ -871,11 +702,6 @@ impl fmt::Display for NoCheck {
             NoCheck::NoVermagic => f.write_str("no vermagic in .modinfo: cannot tell which kernel this module is for"),
             NoCheck::BadRelease(vermagic) => write!(f, "cannot read the kernel release in vermagic {vermagic:?}"),
             NoCheck::TooOld { kernel, lacks } => write!(f, "kernel {kernel} {lacks}"),
-            NoCheck::AdjustFirst { kernel, adjust } => write!(
-                f,
-                "kernel {kernel} adjusts a callsite word before testing it for zero, and its adjust \
-                 ({adjust:?}) would turn a zeroed entry into a bogus record"
-            ),
             NoCheck::PpcElfV1 => f.write_str("ppc64 ELFv1: the kernel does not check weak callsites"),
             NoCheck::PpcPlainPg => {
                 f.write_str("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")
@@ -935,9 +761,11 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
     let kernel = Release::from_vermagic(vermagic).ok_or_else(|| NoCheck::BadRelease(vermagic.to_string()))?;
     let row = rows.find(|r| r.holds_for(kernel)).ok_or(NoCheck::TooOld { kernel, lacks: first.older })?;
     let choice = (row.choose)(Ctx { image, info, config })?;
-    if !choice.adjust.maps_zero_to_zero() && !skips_zero_before_adjust(kernel) {
-        return Err(NoCheck::AdjustFirst { kernel, adjust: choice.adjust }.into());
-    }
+    let neutraliser = if choice.adjust.maps_zero_to_zero() || skips_zero_before_adjust(kernel) {
+        Neutraliser::Zero
+    } else {
+        Neutraliser::Drop { kernel, adjust: choice.adjust }
+    };
     let rule = Rule {
         arch,
         check: row.check,
@@ -953,6 +781,8 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
         // counts more symbols, which can only keep more entries.
         mapping: if kernel >= release(6, 12, 0) { Mapping::All } else { Mapping::Arm },
         region_bound: kernel < REGIONS_MAY_TOUCH_SINCE || in_fixed_line(kernel, REGION_BOUND_FIRST),
+        neutraliser,
+        empty_table_fails: row.empty_table_fails,
     };
     Ok((row, rule))
 }
@@ -1027,12 +857,17 @@ mod tests {
 
     #[test]
     fn containment_rows_start_where_the_source_was_read() {
-        // The containment rows were checked against 6.12.118 and 7.2.13;
-        // their adjusts are only judged by the zero-first gate in pick().
+        // The containment rows were checked against 5.10.223, 6.1.192,
+        // 6.12.118 and 7.2.13; their adjusts only pick the neutraliser.
         for row in ROWS.iter().filter(|r| !r.check.kernel_checks()) {
             assert!(!row.table_needs_config, "{}", row.arch);
-            assert!(row.since >= release(6, 12, 0), "{}: no source older than 6.12 was read", row.arch);
+            assert!(row.since >= OLDEST_READ, "{}: no source older than 5.10 was read", row.arch);
         }
+        // Every arch has a row from 5.10 on, but loongarch (read in 6.12 only).
+        for arch in [Arch::X86_64, Arch::I386, Arch::Ppc64, Arch::Ppc32, Arch::Arm64, Arch::Riscv, Arch::S390, Arch::Arm] {
+            assert!(ROWS.iter().any(|r| r.arch == arch && r.since == OLDEST_READ), "{arch}");
+        }
+        assert!(ROWS.iter().all(|r| r.empty_table_fails == (r.arch == Arch::S390)));
         assert!(Adjust::ClearThumbBit.maps_zero_to_zero());
         assert!(!Adjust::PatchSite.maps_zero_to_zero());
         assert_eq!(Adjust::ClearThumbBit.candidates(0x41, false), ([0x40, 0], 1));

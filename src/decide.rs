@@ -18,8 +18,9 @@
     reason = "a key packs section (32 bits), value (64) and table position (32) into a u128; the casts take them back out"
 )]
 
-use crate::arch::{Check, Region, Rule};
 use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
+use crate::rule::Input;
+use crate::rule::{Check, Region, Rule};
 
 /// The symbols of a module, sorted so that the nearest symbol at or below an
 /// address is one binary search away: O((entries + symbols) · log symbols),
@@ -238,16 +239,6 @@ impl Layout {
         }
         layout
     }
-}
-
-/// One callsite entry, reduced to what the decision needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
-    /// The record ip(s) the kernel may compute for the entry, as offsets into
-    /// `section`; more than one when the config leaves the adjust open.
-    Ips { section: u32, ips: [u64; 2], count: usize },
-    /// An entry the rule does not cover, and why.
-    Odd(Odd),
 }
 
 /// Why an entry is kept although no symbol explains it.
@@ -550,9 +541,9 @@ mod tests {
         // With patchable entries the recorded location is one NOP before the
         // function and the kernel adds 8: the raw location would be invalid.
         let (s, l) = setup(&[sym(1, 0x24, "f")], vec![text(".text", 0x100)]);
-        let (ips, count) = crate::arch::Adjust::Add(8).candidates(0x20, false);
+        let (ips, count) = crate::rule::Adjust::Add(8).candidates(0x20, false);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
-        let weak = crate::arch::Adjust::Add(8).candidates(0x60, false);
+        let weak = crate::rule::Adjust::Add(8).candidates(0x60, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips: weak.0, count: weak.1 }, &s, &l, 16),
             Verdict::Zero { nearest: Some(b"f"), distance: 0x44 }
@@ -565,20 +556,20 @@ mod tests {
         // may see 0x20 or 0x28. Neither is within 16 of f (f is after them).
         // g at 0x10: 0x20 is 16 past g (valid), 0x28 is 24 (invalid).
         let (s, l) = setup(&[sym(1, 0x10, "g")], vec![text(".text", 0x100)]);
-        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x20, true);
+        let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x20, true);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16), Verdict::Valid);
         // 0x18 past g and 0x20 past g: both invalid, so it is zeroed.
-        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, true);
+        let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, true);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16),
             Verdict::Zero { nearest: Some(b"g"), distance: 0x18 }
         );
         // The +8 candidate alone can make an entry valid.
         let (s2, l2) = setup(&[sym(1, 0x30, "h")], vec![text(".text", 0x100)]);
-        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, true);
+        let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, true);
         assert_eq!(decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16), Verdict::Valid);
         // Without the pair there is no +8 candidate.
-        let (ips, count) = crate::arch::Adjust::ClangGlobalEntry.candidates(0x28, false);
+        let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16),
             Verdict::Zero { nearest: None, distance: 0 }

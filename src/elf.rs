@@ -885,3 +885,74 @@ fn mark_shared_words(entries: &mut [Entry], word: u64) {
         }
     }
 }
+
+/// A symbol defined in the callsite table: arm64, riscv and arm put
+/// mapping symbols (`$d`) at its words. A drop moves it down with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableSymbol {
+    /// File offset of its `st_value` field.
+    pub value_field: u64,
+    pub value: u64,
+}
+
+/// The symbols defined in the callsite table, for a drop, or why a drop
+/// could not keep what points into the table right: a symbol other modules
+/// could see, or a relocation of another section against one of its symbols.
+/// Nothing of the kind is known in a real module (docs/rules.md, "Dropping
+/// an entry"), so such a module is left alone rather than guessed at.
+pub fn table_symbols(data: &[u8], info: &ElfInfo, callsite: &Callsite) -> Result<Result<Vec<TableSymbol>, String>, Error> {
+    if info.is_64 {
+        table_symbols_generic::<FileHeader64<Endianness>>(data, info, callsite)
+    } else {
+        table_symbols_generic::<FileHeader32<Endianness>>(data, info, callsite)
+    }
+}
+
+fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    info: &ElfInfo,
+    callsite: &Callsite,
+) -> Result<Result<Vec<TableSymbol>, String>, Error> {
+    let table = section_table::<Elf>(data, info)?;
+    let rs = &info.sections[callsite.reloc_section];
+    let cs = &info.sections[callsite.section];
+    let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
+    let symtab_index = rs.link as usize;
+    check_writable_ranges(info, data.len() as u64, &[symtab_index])?;
+    let endian = info.endian();
+    // st_value follows st_name in Elf64_Sym (and st_info, st_other,
+    // st_shndx); in Elf32_Sym it comes right after st_name.
+    let value_at = if info.is_64 { 8 } else { 4 };
+    let mut inside = vec![false; symtab.len()];
+    let mut out = Vec::new();
+    for (index, sym) in symtab.enumerate() {
+        if !matches!(symtab.symbol_section(endian, sym, index), Ok(Some(s)) if s.0 == callsite.section) {
+            continue;
+        }
+        if sym.st_bind() != elf::STB_LOCAL {
+            return Ok(Err(format!("symbol {} is defined in {} and is not local", index.0, cs.name)));
+        }
+        inside[index.0] = true;
+        let value_field = symsec.offset + index.0 as u64 * symsec.entsize + value_at;
+        out.push(TableSymbol { value_field, value: sym.st_value(endian).into() });
+    }
+    for (i, s) in info.sections.iter().enumerate() {
+        let rel = s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA;
+        if i == callsite.reloc_section || !rel || s.link as usize != symtab_index {
+            continue;
+        }
+        let header = table.section(object::SectionIndex(i)).map_err(malformed)?;
+        let bad = |e: object::read::Error| malformed(format!("{}: {e}", s.name));
+        let hits = if s.sh_type == elf::SHT_RELA {
+            let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+            relocs.iter().any(|r| inside.get(r.r_sym(endian, false) as usize) == Some(&true))
+        } else {
+            let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+            relocs.iter().any(|r| inside.get(r.r_sym(endian) as usize) == Some(&true))
+        };
+        if hits {
+            return Ok(Err(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
+        }
+    }
+    Ok(Ok(out))
+}

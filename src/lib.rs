@@ -10,7 +10,8 @@
 //! - [`signature`]: an appended module signature, refused unless dropped;
 //! - [`elf`]: the ELF view of the module, validated, as plain data;
 //! - [`kconfig`]: the kernel `.config` the module was built with, if given;
-//! - [`arch`]: the per-arch, per-config rule (table, adjust, max offset);
+//! - [`rule`]: the rule a module is judged by, as plain data;
+//! - [`arch`]: the per-arch, per-config rows that pick that rule;
 //! - [`decide`]: the weak-entry decision, a pure function;
 //! - [`plan`]: every byte to write, checked in full, then applied;
 //! - [`process`]: one module's bytes, start to end;
@@ -26,6 +27,7 @@ pub mod file;
 pub mod kconfig;
 pub mod plan;
 pub mod process;
+pub mod rule;
 pub mod signature;
 pub mod walk;
 

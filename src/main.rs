@@ -10,7 +10,7 @@ use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::cli::{Cli, NAME};
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{self, LeftAlone, Options, Outcome};
+use zero_weak_mcount::process::{LeftAlone, Options, Outcome};
 use zero_weak_mcount::walk;
 
 /// What one file produced: lines to print, and how to count it.
@@ -188,7 +188,7 @@ fn report(results: &[Done], tree: bool, check: bool) -> bool {
 
 fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
     let shown = path.display();
-    match process::process_file(path, output, opts) {
+    match zero_weak_mcount::file::process_file(path, output, opts) {
         Ok(a) => {
             let mut lines = Vec::new();
             let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(LeftAlone::Compressed, _));
@@ -201,9 +201,12 @@ fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
             }
             let changes = matches!(a.outcome, Outcome::Changed { .. });
             if opts.check && changes {
-                let summary = match a.summary.strip_prefix("zeroed ") {
-                    Some(rest) => format!("would zero {rest}"),
-                    None => a.summary,
+                let summary = if let Some(rest) = a.summary.strip_prefix("zeroed ") {
+                    format!("would zero {rest}")
+                } else if let Some(rest) = a.summary.strip_prefix("dropped ") {
+                    format!("would drop {rest}")
+                } else {
+                    a.summary
                 };
                 lines.push(format!("{NAME}: {shown}: would change: {summary}"));
             } else if opts.verbose {

@@ -5,17 +5,16 @@
 #![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 #![allow(clippy::struct_excessive_bools, reason = "Options holds independent command-line switches")]
 
-pub use crate::file::process_file;
-
 use std::fmt::Write as _;
 
-use crate::arch::{self, Overrides, Rule, Scope};
+use crate::arch::{self, Overrides, Scope};
 use crate::compress::Format;
 use crate::decide::{self, Layout, SymbolIndex, Verdict};
-use crate::elf::{self, ElfInfo, Entry, Extraction, Target};
+use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbol, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
-use crate::plan::Plan;
+use crate::plan::{Plan, Removal};
+use crate::rule::{Neutraliser, Rule};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -276,17 +275,93 @@ fn decide_module(
                 .into(),
         );
     }
-    let plan = Plan::new(image, info, &extracted.callsite, &zero)?;
+    let plan = match removal_plan(image, info, rule, &extracted.callsite, &zero, warnings)? {
+        Ok(plan) => plan,
+        Err(left) => return Ok(left),
+    };
+    if !zero.is_empty() && opts.verbose {
+        details.insert(0, format!("neutraliser {}", rule.neutraliser));
+    }
+    let summary = summary(rule, zero.len(), entries.len(), doubts);
+    Ok(Decided { plan, zeroed: zero.len(), left: None, details, summary })
+}
+
+/// The plan that takes the rejected entries out with the rule's neutraliser,
+/// or, where a drop cannot be done safely, the module left as it is.
+fn removal_plan(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    callsite: &Callsite,
+    zero: &[usize],
+    warnings: &mut Vec<String>,
+) -> Result<Result<Plan, Decided>, Error> {
+    let symbols = match rule.neutraliser {
+        Neutraliser::Drop { .. } if !zero.is_empty() => match drop_symbols(image, info, rule, callsite, zero)? {
+            Ok(symbols) => Some(symbols),
+            Err(why) => {
+                warnings.push(why.clone());
+                return Ok(Err(Decided::left(LeftAlone::NotChecked, why)));
+            }
+        },
+        _ => None,
+    };
+    let removal = symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
+    Plan::new(image, info, callsite, zero, removal).map(Ok)
+}
+
+/// The `--verbose` summary line of a module the rule was applied to.
+fn summary(rule: &Rule, removed: usize, entries: usize, doubts: usize) -> String {
     let what = rule.describe();
-    let mut summary = if zero.is_empty() {
-        format!("nothing to zero in {} entries [{what}]", entries.len())
-    } else {
-        format!("zeroed {} of {} entries [{what}]", zero.len(), entries.len())
+    let mut line = match (removed, rule.neutraliser) {
+        (0, _) => format!("nothing to zero in {entries} entries [{what}]"),
+        (n, Neutraliser::Zero) => format!("zeroed {n} of {entries} entries [{what}]"),
+        (n, Neutraliser::Drop { .. }) => format!("dropped {n} of {entries} entries [{what}]"),
     };
     if doubts > 0 {
-        let _ = write!(summary, ", {doubts} kept for doubt");
+        let _ = write!(line, ", {doubts} kept for doubt");
     }
-    Ok(Decided { plan, zeroed: zero.len(), left: None, details, summary })
+    line
+}
+
+/// The symbols defined in the table, for a drop, or why this module stays
+/// as it is.
+fn drop_symbols(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    callsite: &Callsite,
+    chosen: &[usize],
+) -> Result<Result<Vec<TableSymbol>, String>, Error> {
+    let cs = &info.sections[callsite.section];
+    let count = chosen.len();
+    // A kept relocation whose bytes reach into a dropped word (an unaligned
+    // one, kept for doubt) would be cut in two by the move.
+    let word = info.word_size();
+    let mut dropped: Vec<u64> = chosen.iter().map(|&e| callsite.entries[e].word_offset).collect();
+    dropped.sort_unstable();
+    for e in &callsite.entries {
+        let at = dropped.partition_point(|&d| d + word <= e.word_offset);
+        if dropped.get(at).is_some_and(|&d| d < e.word_offset + word && d != e.word_offset) {
+            return Ok(Err(format!(
+                "the relocation at {:#x} of {} reaches into a word to drop; left unchanged",
+                e.word_offset, cs.name
+            )));
+        }
+    }
+    if cs.sh_type != object::elf::SHT_PROGBITS {
+        // Shrinking a section of any other kind changes what it means to
+        // every reader that knows that kind.
+        return Ok(Err(format!("{} is not SHT_PROGBITS; a drop would shrink it; left unchanged", cs.name)));
+    }
+    if rule.empty_table_fails && count as u64 * info.word_size() == cs.size {
+        return Ok(Err(format!(
+            "dropping all {count} entries would empty {}, and the {} loader fails a module whose table is empty; \
+             left unchanged",
+            cs.name, rule.arch
+        )));
+    }
+    Ok(elf::table_symbols(image, info, callsite)?.map_err(|why| format!("{why}: a drop cannot move it; left unchanged")))
 }
 
 fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {
@@ -294,14 +369,78 @@ fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -
         &Target::At { section, offset } => format!("{}+{offset:#x}", info.sections[section as usize].name),
         Target::Odd(_) => format!("{}+{:#x}", rule.section, entry.word_offset),
     };
+    let verb = match rule.neutraliser {
+        Neutraliser::Zero => "zero",
+        Neutraliser::Drop { .. } => "drop",
+    };
     match verdict {
         Verdict::Zero { nearest: Some(name), distance } => {
-            format!("zero {location} (distance {distance} after {})", String::from_utf8_lossy(name))
+            format!("{verb} {location} (distance {distance} after {})", String::from_utf8_lossy(name))
         }
         Verdict::Zero { nearest: None, distance } => {
-            format!("zero {location} (distance {distance}, no symbol before it)")
+            format!("{verb} {location} (distance {distance}, no symbol before it)")
         }
         Verdict::Doubt(why) => format!("keep {location}: {why}"),
         Verdict::Valid => format!("valid {location}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::write::{Object, Relocation, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
+
+    /// An s390 module whose one callsite lies in no function.
+    fn s390_all_dead() -> Vec<u8> {
+        let mut obj = Object::new(BinaryFormat::Elf, Architecture::S390x, Endianness::Big);
+        let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
+        obj.set_section_data(text, vec![7u8; 0x100], 8);
+        obj.add_symbol(Symbol {
+            name: b"f".to_vec(),
+            value: 0,
+            size: 0x40,
+            kind: SymbolKind::Text,
+            scope: SymbolScope::Compilation,
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        });
+        let table = obj.add_section(Vec::new(), MCOUNT_LOC_NAME.to_vec(), SectionKind::ReadOnlyData);
+        obj.set_section_data(table, vec![0u8; 8], 8);
+        let symbol = obj.section_symbol(text);
+        let flags = RelocationFlags::Elf { r_type: object::elf::R_390_64 };
+        obj.add_relocation(table, Relocation { offset: 0, symbol, addend: 0x80, flags }).unwrap();
+        let info = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyString);
+        obj.set_section_data(info, b"vermagic=6.12.0 SMP mod_unload\0".to_vec(), 1);
+        obj.write().unwrap()
+    }
+
+    const MCOUNT_LOC_NAME: &[u8] = b"__mcount_loc";
+
+    #[test]
+    fn an_s390_table_is_never_emptied() {
+        let data = s390_all_dead();
+        // s390 zeroes (its adjust is the identity): the table keeps its size.
+        let a = analyze(&data, &Options::default()).unwrap();
+        assert!(a.summary.starts_with("zeroed 1 of 1 entries"), "{}", a.summary);
+        // Were it to drop, the one word would go and the loader would fail
+        // the module (s390 `module_finalize()`): the module stays unchanged.
+        let info = elf::parse_info(&data).unwrap();
+        let Scope::Act(mut rule) = arch::rule_for(&data, &info, None, &Overrides::default()).unwrap() else {
+            panic!("s390 6.12 is acted on")
+        };
+        assert!(rule.empty_table_fails);
+        rule.neutraliser = Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
+        let callsite = info.alloc_section(rule.section).unwrap();
+        let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().unwrap();
+        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
+        assert!(why.contains("would empty __mcount_loc") && why.contains("s390"), "{why}");
+        let mut warnings = Vec::new();
+        let decided = decide_module(&data, &info, &rule, &Options::default(), &mut warnings).unwrap();
+        assert!(decided.plan.is_empty() && matches!(decided.left, Some((LeftAlone::NotChecked, _))));
+        assert_eq!(warnings, [why]);
+        // Without that loader fact the same drop would go ahead.
+        assert!(drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok());
     }
 }

@@ -211,16 +211,14 @@ fn without_local_function_symbols_nothing_outside_a_function_is_zeroed() {
 fn old_releases_are_left_alone_with_the_reason() {
     // arm64 and riscv from 6.13 adjust a location away from 0: only a
     // kernel that tests for zero first (6.12.95+, 6.15+) can take zeroed
-    // words. s390's adjust is the identity, so 6.12.0 is fine.
+    // words; the others get theirs dropped. s390's adjust is the identity,
+    // so 6.12.0 is zeroed.
     let arm64 = &ARCHES[0];
     let riscv = &ARCHES[1];
     let s390 = &ARCHES[2];
     let left = [
-        (arm64, "6.1.0-57-arm64 SMP preempt mod_unload aarch64", "predates 6.12"),
-        (arm64, "6.12.94 SMP preempt mod_unload aarch64", "adjusts a callsite word before testing it for zero"),
-        (arm64, "6.14.11 SMP preempt mod_unload aarch64", "adjusts a callsite word before testing it for zero"),
-        (riscv, "6.14.0 SMP preempt mod_unload riscv", "adjusts a callsite word before testing it for zero"),
-        (s390, "6.11.0 SMP mod_unload", "predates 6.12"),
+        (arm64, "5.4.0-150-generic SMP preempt mod_unload aarch64", "predates 5.10"),
+        (s390, "4.19.0 SMP mod_unload", "predates 5.10"),
     ];
     for (a, vermagic, why) in left {
         let data = build_with(a, vermagic, true);
@@ -232,15 +230,24 @@ fn old_releases_are_left_alone_with_the_reason() {
             an.outcome
         );
     }
-    let zeroed = [
-        (arm64, "6.12.95 SMP preempt mod_unload aarch64"),
-        (arm64, "6.15.0 SMP preempt mod_unload aarch64"),
-        (riscv, "6.12.0 SMP preempt mod_unload riscv"),
-        (s390, "6.12.0 SMP mod_unload"),
+    // Zeroed where the kernel tests for zero first or the adjust keeps 0;
+    // dropped where it adjusts first (tests/drop.rs).
+    let neutralised = [
+        (arm64, "6.12.95 SMP preempt mod_unload aarch64", "zeroed"),
+        (arm64, "6.15.0 SMP preempt mod_unload aarch64", "zeroed"),
+        (riscv, "6.12.0 SMP preempt mod_unload riscv", "zeroed"),
+        (s390, "6.12.0 SMP mod_unload", "zeroed"),
+        (s390, "5.10.0-32-s390x SMP mod_unload", "zeroed"),
+        (arm64, "6.1.0-57-arm64 SMP preempt mod_unload aarch64", "dropped"),
+        (arm64, "5.10.0-32-arm64 SMP preempt mod_unload aarch64", "dropped"),
+        (arm64, "6.12.94 SMP preempt mod_unload aarch64", "dropped"),
+        (arm64, "6.14.11 SMP preempt mod_unload aarch64", "dropped"),
+        (riscv, "6.14.0 SMP preempt mod_unload riscv", "dropped"),
     ];
-    for (a, vermagic) in zeroed {
+    for (a, vermagic, how) in neutralised {
         let (_, an) = run(&build_with(a, vermagic, true), &verbose());
         assert!(matches!(an.outcome, Outcome::Changed { zeroed: 4, .. }), "{vermagic}: {:?}", an.outcome);
+        assert!(an.summary.starts_with(&format!("{how} 4 of")), "{vermagic}: {}", an.summary);
     }
 }
 

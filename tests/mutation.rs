@@ -190,6 +190,8 @@ fn bases() -> Vec<Base> {
             f(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4),
             None,
         ),
+        // An adjust-first kernel: the dead entries are dropped, not zeroed.
+        Base::new("aarch64-drop", common::arm64_adjust_first(), None),
     ]
 }
 

@@ -8,7 +8,7 @@ mod common;
 use common::{Fixture, entries, standard};
 use object::{Architecture, Endianness, elf};
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{Options, Outcome, analyze};
+use zero_weak_mcount::process::{Options, analyze};
 
 const PPC_PATCHABLE: &str = "mod_unload modversions patchable-function-entry relocatable";
 
@@ -44,15 +44,16 @@ fn trixie_ppc64el_adds_four_from_vermagic_alone() {
 }
 
 #[test]
-fn an_adjust_first_stable_kernel_is_left_alone() {
+fn an_adjust_first_stable_kernel_gets_its_weak_entries_dropped() {
     // 6.12.94 adjusts before the zero test: a zeroed entry would become a
-    // record at ip 4, and ftrace_bug() would turn ftrace off.
-    for release in ["6.12.94", "6.6.143", "6.13.7", "6.14.11", "6.7.5"] {
+    // record at ip 4, and ftrace_bug() would turn ftrace off; so the words
+    // are dropped instead, the same ones. (6.13 and 6.14 have out-of-line
+    // stubs and no +4: out_of_line_stubs_on_an_adjust_first_kernel_...)
+    for release in ["6.12.94", "6.6.143", "6.7.5", "6.11.11"] {
         let f = ppc64(release, PPC_PATCHABLE, "__patchable_function_entries", 4);
-        let a = analyze(&f.build(), &Options::default()).unwrap();
-        assert!(a.plan.is_empty(), "{release}: {}", a.summary);
-        assert!(matches!(a.outcome, Outcome::Skipped(..)), "{release}: {:?}", a.outcome);
-        assert!(a.summary.contains("before testing it for zero"), "{release}: {}", a.summary);
+        let (gone, summary) = zeroed(&f, &Options { verbose: true, ..Options::default() });
+        assert_eq!(gone, weak_at_16(), "{release}: {summary}");
+        assert!(summary.starts_with("dropped 3 of"), "{release}: {summary}");
     }
     for release in ["6.12.95", "6.6.144", "6.15.0"] {
         let f = ppc64(release, PPC_PATCHABLE, "__patchable_function_entries", 4);
@@ -63,11 +64,19 @@ fn an_adjust_first_stable_kernel_is_left_alone() {
 }
 
 #[test]
-fn bookworm_hides_its_patch_level_and_predates_the_check() {
+fn bookworm_predates_the_check_and_gets_the_containment_rule() {
+    // 6.1 powerpc has no FTRACE_MCOUNT_MAX_OFFSET: it keeps every record,
+    // so the rule is containment in a function symbol, and zeroing is safe
+    // (the adjust is the identity).
     let f = ppc64("6.1.0-57-powerpc64le", "mod_unload modversions mprofile-kernel", "__mcount_loc", 0);
     let a = analyze(&f.build(), &Options::default()).unwrap();
-    assert!(a.plan.is_empty());
-    assert!(a.summary.contains("kernel 6.1.0 predates"), "{}", a.summary);
+    assert!(a.summary.contains("inside a function symbol"), "{}", a.summary);
+    assert!(a.summary.starts_with("zeroed "), "{}", a.summary);
+    // ELFv1 function symbols name descriptors, not code: left alone.
+    let mut f = f;
+    f.e_flags = 1;
+    let a = analyze(&f.build(), &Options::default()).unwrap();
+    assert!(a.plan.is_empty() && a.summary.contains("ELFv1"), "{}", a.summary);
 }
 
 #[test]
@@ -92,7 +101,9 @@ fn out_of_line_stubs_on_an_adjust_first_kernel_need_the_config() {
     // clang's candidates move 0; the config says gcc, whose adjust is the
     // identity, so a zeroed word stays an empty slot.
     let f = ppc64("6.13.7", PPC_PATCHABLE, "__patchable_function_entries", 0);
-    assert!(analyze(&f.build(), &Options::default()).unwrap().plan.is_empty());
+    let (gone, summary) = zeroed(&f, &Options::default());
+    assert_eq!(gone, weak_at_16());
+    assert!(summary.starts_with("dropped "), "{summary}");
     let config = "CONFIG_PPC64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_ARCH_USING_PATCHABLE_FUNCTION_ENTRY=y\n\
                   CONFIG_PPC_FTRACE_OUT_OF_LINE=y\nCONFIG_CC_IS_GCC=y\n";
     let opts = Options { kconfig: Some(Kconfig::parse(config)), ..Options::default() };

@@ -25,6 +25,7 @@ fn main() {
         ("ppc32-pfe", f(Architecture::PowerPc, Endianness::Big, 0, "__patchable_function_entries", elf::R_PPC_ADDR32, 8, 16)),
         ("ppc32-pg", f(Architecture::PowerPc, Endianness::Big, 0, "__mcount_loc", elf::R_PPC_ADDR32, 0, 8)),
         ("aarch64", f(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4)),
+        ("aarch64-drop", common::arm64_adjust_first()),
         ("x86_64-signed", signed(&f(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4))),
         ("zwm_test.ko", real.clone()),
         ("zwm_test.ko-signed", signed(&real)),

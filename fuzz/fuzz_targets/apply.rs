@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Apply: whatever `analyze` accepts, its plan applies without panicking,
 //! the output parses again, a second run is a no-op, and nothing outside
-//! the callsite table, its relocation section and that section's
-//! `sh_size` field changed (a dropped signature may shorten the file).
+//! the callsite table, its relocation section, their `sh_size` fields and
+//! the values of the table's own symbols (which a drop moves) changed
+//! (a dropped signature may shorten the file).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

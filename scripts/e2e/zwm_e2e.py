@@ -14,6 +14,9 @@ Subcommands:
                          classification code (see EXIT_* below)
   zeroed STDERR PATH     print the distances of the entries that the tool's
                          -v stderr says it zeroed in PATH, one per line
+  empty-table IN OUT     copy a 64-bit module with its __mcount_loc and that
+                         table's relocations emptied (sh_size 0): what the
+                         tool never writes on s390 (its loader then fails)
   noinit IN OUT          copy a 64-bit module with its init_module relocation
                          turned into R_*_NONE (s390x kvm.ko under TCG)
   compare-contained ORIG.json PROC.json MOD LOG ORIG.ko PROC.ko OFFSETS
@@ -21,6 +24,10 @@ Subcommands:
                          are placed in the module files by their ips; LOG is
                          the tool's -v output, OFFSETS the patch-site offsets
                          from a function's symbol (e.g. 4,8)
+  compare-named ORIG.json PROC.json MOD LOG ORIG.ko
+                         the comparison for kernels without a check that list
+                         no record ips (before 6.5): a dead record is a line
+                         more of a name than the module has functions of it
   compare ORIG.json PROC.json MOD ZEROED [--label L]
                          check the processed boot against the original one
                          for module MOD; ZEROED is a file of distances (from
@@ -197,6 +204,32 @@ def place_records(module, addrs, sections):
     return placed, problems
 
 
+def cmd_empty_table(src, dst, table="__mcount_loc"):
+    """Write a copy of the 64-bit module SRC whose callsite table and its
+    relocation section have sh_size 0: every entry dropped."""
+    import struct
+    data = bytearray(read_module(src))
+    if data[4] != 2:
+        die(f"{src}: empty-table handles 64-bit modules only")
+    e = ">" if data[5] == 2 else "<"
+    shoff, = struct.unpack_from(e + "Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
+    secs = [struct.unpack_from(e + "IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = secs[shstrndx][4]
+
+    def name_of(h):
+        return data[strtab + h[0]:data.index(b"\0", strtab + h[0])].decode()
+    hits = 0
+    for i, h in enumerate(secs):
+        if name_of(h) in (table, ".rela" + table):
+            struct.pack_into(e + "Q", data, shoff + i * shentsize + 32, 0)
+            hits += 1
+    if hits != 2:
+        die(f"{src}: no {table} with its .rela{table}")
+    with open(dst, "wb") as f:
+        f.write(data)
+
+
 def cmd_noinit(src, dst):
     """Write a copy of the s390x module SRC whose loader sees no init and no
     exit: the RELA relocations that store init_module and cleanup_module
@@ -237,11 +270,12 @@ def cmd_noinit(src, dst):
         f.write(data)
 
 
-ZERO_AT_RE = re.compile(r"^zero-weak-mcount: .*: zero (\S+)\+(0x[0-9a-f]+) \((?:distance \d+ after (\S+)\)|.*no symbol)")
+# The tool says "zero" or "drop" for an entry, after its neutraliser.
+ZERO_AT_RE = re.compile(r"^zero-weak-mcount: .*: (?:zero|drop) (\S+)\+(0x[0-9a-f]+) \((?:distance \d+ after (\S+)\)|.*no symbol)")
 
 
 def zeroed_locations(log):
-    """(section, offset, name or None) of each entry the tool's -v log says it zeroed."""
+    """(section, offset, name or None) of each entry the tool's -v log says it zeroed or dropped."""
     out = []
     for ln in open(log, errors="replace"):
         m = ZERO_AT_RE.match(ln.rstrip("\n"))
@@ -304,6 +338,55 @@ def compare_contained(orig, proc, mod, log, orig_ko, proc_ko, patch_offsets):
         lost, gained = counter_diff(ov, pv), counter_diff(pv, ov)
         problems.append(f"valid lines differ: {len(lost)} missing after processing (e.g. {lost[:5]}), "
                         f"{len(gained)} new (e.g. {gained[:5]})")
+    for r, tag in ((orig, "original"), (proc, "processed")):
+        s = r["smoke"].get(mod)
+        if not s or s["result"] != "ok":
+            problems.append(f"{tag}: ftrace smoke test for {mod} failed: {s['detail'] if s else 'no result'}")
+        problems += [f"{tag} dmesg: {ln.strip()}" for ln in r["dmesg"] if any(b in ln for b in BAD_DMESG)]
+    return (not problems), facts, problems
+
+
+def compare_named(orig, proc, mod, log, orig_ko):
+    """The comparison for kernels without a check that do not list record
+    ips (available_filter_functions_addrs is 6.5 on). A dead weak record is
+    listed under the name of the symbol before it, so a name listed more
+    often than the module has sized functions of that name carries dead
+    records. After processing there must be none; the lines removed must be
+    exactly those the tool says it zeroed (by that name); no line is new.
+    Returns (ok, facts, problems)."""
+    problems = []
+    for r, tag in ((orig, "original"), (proc, "processed")):
+        if r.get("exit") != EXIT_OK:
+            problems.append(f"{tag} boot failed: {r.get('why')}")
+    if proc["insmod"].get(mod) != 0:
+        problems.append(f"processed {mod} did not load (insmod rc {proc['insmod'].get(mod)})")
+    symbols, _ = elf_symbols(read_module(orig_ko))
+    funcs = collections.Counter(f"{y['name']} [{mod}]" for y in symbols if y["type"] == 2 and y["size"] > 0)
+    ol = collections.Counter(orig["aff"].get(mod, []))
+    pl = collections.Counter(proc["aff"].get(mod, []))
+
+    def dead(lines):
+        return sum(max(0, n - funcs[name]) for name, n in lines.items())
+    zeroed = zeroed_locations(log)
+    facts = dict(lines_before=sum(ol.values()), lines_after=sum(pl.values()),
+                 invalid_before=dead(ol), invalid_after=dead(pl), zeroed=len(zeroed))
+    if facts["lines_before"] == 0:
+        problems.append(f"original boot shows no available_filter_functions lines for {mod}")
+    invalid = [ln for ln in pl if INVALID_RE.match(ln)]
+    if invalid:
+        problems.append(f"processed {mod} has {len(invalid)} __ftrace_invalid_address___ line(s)")
+    if facts["invalid_after"]:
+        extra = sorted(n for n, c in pl.items() if c > funcs[n])
+        problems.append(f"processed {mod} still lists {facts['invalid_after']} dead duplicate(s): {extra[:5]}")
+    removed, gained = ol - pl, pl - ol
+    claimed = collections.Counter(f"{name} [{mod}]" for _, _, name in zeroed if name)
+    unnamed = sum(1 for _, _, name in zeroed if not name)
+    lost = counter_diff(removed, claimed)
+    if len(lost) > unnamed or gained:
+        problems.append(f"valid lines differ: {len(lost) - unnamed} missing after processing (e.g. {lost[:5]}), "
+                        f"{sum(gained.values())} new (e.g. {counter_diff(gained, collections.Counter())[:5]})")
+    if counter_diff(claimed, removed):
+        problems.append(f"zeroed entries whose line did not go: {counter_diff(claimed, removed)[:5]}")
     for r, tag in ((orig, "original"), (proc, "processed")):
         s = r["smoke"].get(mod)
         if not s or s["result"] != "ok":
@@ -420,7 +503,7 @@ def cmd_parse(console, out, modules, timed_out=False):
     return code, why
 
 
-ZERO_RE = re.compile(r"^zero-weak-mcount: (.*): zero \S+ \(distance (\d+)")
+ZERO_RE = re.compile(r"^zero-weak-mcount: (.*): (?:zero|drop) \S+ \(distance (\d+)")
 
 
 def zeroed_distances(stderr_path, path=None):
@@ -527,6 +610,8 @@ def main(argv):
     elif cmd == "zeroed" and len(argv) in (3, 4):
         for d in zeroed_distances(argv[2], argv[3] if len(argv) == 4 else None):
             print(d)
+    elif cmd == "empty-table" and len(argv) == 4:
+        cmd_empty_table(argv[2], argv[3])
     elif cmd == "noinit" and len(argv) == 4:
         cmd_noinit(argv[2], argv[3])
     elif cmd == "compare-contained" and len(argv) == 9:
@@ -534,6 +619,14 @@ def main(argv):
         proc = json.load(open(argv[3]))
         offsets = {int(x) for x in argv[8].split(",")}
         ok, facts, problems = compare_contained(orig, proc, argv[4], argv[5], argv[6], argv[7], offsets)
+        facts["ok"] = ok
+        facts["problems"] = problems
+        print(json.dumps(facts))
+        sys.exit(0 if ok else 1)
+    elif cmd == "compare-named" and len(argv) == 7:
+        orig = json.load(open(argv[2]))
+        proc = json.load(open(argv[3]))
+        ok, facts, problems = compare_named(orig, proc, argv[4], argv[5], argv[6])
         facts["ok"] = ok
         facts["problems"] = problems
         print(json.dumps(facts))

@@ -238,7 +238,8 @@ pub fn entries(data: &[u8], callsite: &str, adjust: u64) -> Vec<(String, u64)> {
 }
 
 /// Byte ranges of the file that may legitimately change: the callsite
-/// relocation section, its `sh_size` field, and the callsite words.
+/// relocation section, the `sh_size` fields of both (a drop shrinks the
+/// table too), and the callsite words.
 pub fn changeable(data: &[u8], callsite: &str) -> Vec<(usize, usize)> {
     let file = object::read::elf::ElfFile64::<Endianness>::parse(data).is_ok();
     let parsed = object::File::parse(data).unwrap();
@@ -263,7 +264,7 @@ pub fn changeable(data: &[u8], callsite: &str) -> Vec<(usize, usize)> {
             let (off, size) = s.file_range().unwrap();
             ranges.push((off as usize, (off + size) as usize));
         }
-        if is_reloc_of_cs {
+        if name == callsite || is_reloc_of_cs {
             let field = shoff + s.index().0 as u64 * shentsize + if is_64 { 32 } else { 20 };
             ranges.push((field as usize, field as usize + if is_64 { 8 } else { 4 }));
         }
@@ -377,4 +378,21 @@ pub fn big_module(n: usize) -> Vec<u8> {
     add_callsites(&mut obj, cs, 0, 8, sym, object::elf::R_X86_64_64, (0..n).map(|i| i as i64 * 16 + 4));
     add_modinfo(&mut obj, VERMAGIC, &[]);
     obj.write().unwrap()
+}
+
+/// The standard arm64 fixture for a kernel that adjusts a callsite word
+/// before testing it for zero (6.12.94): its dead entries are dropped.
+#[allow(dead_code, reason = "not every test file uses every fixture")]
+pub fn arm64_adjust_first() -> Vec<u8> {
+    let mut f = standard(
+        Architecture::Aarch64,
+        Endianness::Little,
+        0,
+        "__patchable_function_entries",
+        object::elf::R_AARCH64_ABS64,
+        0,
+        4,
+    );
+    f.vermagic = "6.12.94+deb12-arm64 SMP preempt mod_unload aarch64";
+    f.build()
 }
