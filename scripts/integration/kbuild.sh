@@ -237,6 +237,20 @@ kmake recover || { show "$W/recover.err"; fail "build after the failures failed"
 expect_processed "$ko" "rebuild after the failures"
 ok "with the tool back, the next make relinks and processes the module"
 
+# 2l. switching the step off is a change too: every module is relinked once,
+# unprocessed, so none is left processed by a tool that is no longer asked
+# for; switching it on again processes it
+c0=$(calls)
+kmake off ZERO_WEAK_MCOUNT= || { show "$W/off.err"; fail "build with the step off failed"; }
+grep -qxF "  LD [M]  $ko" "$W/off.out" && ! grep -q 'ZWM \[M\]' "$W/off.out" && [ "$(calls)" = "$c0" ] ||
+	{ show "$W/off.out"; fail "switching the step off did not relink without the tool"; }
+grep -qx 'off (ZERO_WEAK_MCOUNT is empty): modules are not processed' "$stamp" || fail "the stamp does not say the step is off"
+expect_unprocessed "$ko" "step switched off"
+kmake on || { show "$W/on.err"; fail "build with the step back on failed"; }
+grep -qxF "  ZWM [M] $ko" "$W/on.out" || fail "switching the step on again did not reprocess"
+expect_processed "$ko" "step switched on again"
+ok "ZERO_WEAK_MCOUNT= after a hooked build relinks the module once, unprocessed (the stamp says 'off'); on again, it is processed"
+
 # --- 3. the control: the snippet that recorded the version in the link command ------
 # (8f72ccd): an upgrade relinks through the changed command line, which
 # modfinal's BTF step ignores, and the version text reaches the shell.
