@@ -20,7 +20,7 @@
 #
 #   --kver KVER   Debian kernel release whose linux-headers to build against.
 #                 Default: testdata/zwm_test.kver (a bookworm 6.1 amd64 kernel).
-#   --only LIST   comma-separated subset of: kbuild,kbuild72,divert,dkms,rpm,deb
+#   --only LIST   comma-separated subset of: kbuild,kbuild72,kbuild612,divert,dkms,rpm,deb
 #                 (default: all; dkms needs kbuild's hooked headers and runs
 #                 it first if it is not selected).
 #   --keep        keep the scratch folder (printed at the end).
@@ -30,8 +30,9 @@
 # dkms, rpm, debhelper, ...), runs as root.  Never modifies the host's kernel
 # headers: the hook goes into a private copy of them.  DKMS runs with private
 # --dkmstree/--sourcetree/--installtree, rpmbuild with a private _topdir.
-# kbuild72 also fetches Debian sid's 7.2 kbuild/headers packages through
-# scripts/fetch-debian-kernel.sh (private apt state, no host apt change).
+# kbuild72 and kbuild612 also fetch Debian sid's 7.2 and trixie's 6.12
+# kbuild/headers packages through scripts/fetch-debian-kernel.sh (private
+# apt state, no host apt change).
 # Every missing prerequisite is a failure with its reason, never a skip.
 #
 # Output: each suite prints "ok N - ..." lines with the evidence and the
@@ -47,7 +48,7 @@ repo=$(dirname "$here")
 PROG=integration REPO=$repo
 . "$here/lib.sh"
 kver=""
-only="kbuild,kbuild72,divert,dkms,rpm,deb"
+only="kbuild,kbuild72,kbuild612,divert,dkms,rpm,deb"
 keep=0
 install=1
 while [ $# -gt 0 ]; do
@@ -64,7 +65,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 for s in ${only//,/ }; do
-	case "$s" in kbuild|kbuild72|divert|dkms|rpm|deb) ;; *) die "--only: unknown suite '$s'" ;; esac
+	case "$s" in kbuild|kbuild72|kbuild612|divert|dkms|rpm|deb) ;; *) die "--only: unknown suite '$s'" ;; esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 start=$(date +%s)
@@ -92,7 +93,9 @@ need "/usr/src/linux-headers-$kver/Makefile" "linux-headers-$kver"
 if want dkms; then need dkms dkms; fi
 if want rpm; then need rpmbuild rpm; need rpm2cpio rpm2cpio; fi
 if want deb; then need dpkg-buildpackage dpkg-dev; need dh debhelper; need fakeroot fakeroot; fi
-if want kbuild72; then need flock util-linux; need /usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring; fi
+if want kbuild72 || want kbuild612; then
+	need flock util-linux; need /usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring; need pahole dwarves
+fi
 missing_packages "${needs[@]}"
 if [ ${#MISSING[@]} -gt 0 ] && [ "$install" != 1 ]; then
 	die "missing packages: ${MISSING[*]} (rerun without --no-install, or apt-get install them)"
@@ -227,6 +230,7 @@ if want kbuild || want dkms; then
 	[ "${#failed_names[@]}" = 0 ] && kbuild_ok=1
 fi
 if want kbuild72; then run_suite kbuild72; fi
+if want kbuild612; then run_suite kbuild612; fi
 if want divert; then run_suite divert; fi
 if want dkms; then
 	if [ "$kbuild_ok" = 1 ]; then

@@ -84,8 +84,12 @@ ko=$src/zwm_test.ko
 kmake() {
 	local n=$1
 	shift
-	make -C "$ZWM_HDR" M="$src" "$@" modules >"$W/$n.out" 2>"$W/$n.err"
+	${ZWM_KBUILD_LOCK:+flock "$ZWM_KBUILD_LOCK"} make -C "$ZWM_HDR" M="$src" "$@" modules >"$W/$n.out" 2>"$W/$n.err"
 }
+stamp=$src/.zero-weak-mcount.ko.stamp
+# modfinal's BTF step ran for the module: without a vmlinux (headers trees
+# ship none) it says so, once per run of the step
+btf_step_ran() { grep -qxF "Skipping BTF generation for $ko due to unavailability of vmlinux" "$W/$1.err"; }
 # the stderr lines that are not Debian Kbuild's own BTF notice (6.1 headers
 # ship no vmlinux, so every module build prints it)
 own_stderr() { grep -v '^Skipping BTF generation for .* due to unavailability of vmlinux$' "$1" || true; }
@@ -102,8 +106,11 @@ kmake first || { show "$W/first.err"; fail "hooked build failed"; }
 show "$W/first.out"
 grep -qxF "  LD [M]  $ko" "$W/first.out" || fail "enabling the tool did not relink"
 grep -qxF "  ZWM [M] $ko" "$W/first.out" || fail "no quiet line '  ZWM [M] $ko'"
+btf_step_ran first || { show "$W/first.err"; fail "the relink did not rerun modfinal's BTF step"; }
+[ -f "$stamp" ] || fail "no stamp $stamp in the module's directory"
+[ -z "$(find "$(readlink -f "$ZWM_HDR")" "$(dirname "$mf")" -name '.zero-weak-mcount.ko.stamp')" ] || fail "a stamp was written into the headers tree"
 [ "$(calls)" = 1 ] || fail "tool called $(calls) times, expected 1"
-ok "hooked build: quiet line '  ZWM [M] <ko>' right after LD/BTF; tool found at \$(objtree)/tools/zero-weak-mcount/ and called once: $(cat "$W/tool-calls.log")"
+ok "hooked build: quiet line '  ZWM [M] <ko>' right after LD and the BTF step (which reran: 'Skipping BTF generation', no vmlinux in headers); stamp in the module's directory, none in the headers tree; tool found at \$(objtree)/tools/zero-weak-mcount/ and called once: $(cat "$W/tool-calls.log")"
 expect_processed "$ko" "hooked build"
 "$ZWM_TOOL" --kconfig "$ZWM_HDR/include/config/auto.conf" --section __mcount_loc -o "$W/by-hand.ko" "$W/control.ko" 2>"$W/by-hand.err" ||
 	{ show "$W/by-hand.err"; fail "running the tool by hand on the control module failed"; }
@@ -139,9 +146,11 @@ own_stderr "$W/v1.err" >"$W/v1.own"
 [ -s "$W/v1.own" ] || fail "the tool printed no -v report on stderr"
 show "$W/v1.own" "V=1 stderr: "
 ok "V=1 prints the command (with -v) on stdout; the tool's verbose report is on stderr"
+c0=$(calls)
 kmake v1again V=1 || fail "second V=1 build failed"
-! grep -q 'zero-weak-mcount' "$W/v1again.out" || fail "V=1 alone (no change) relinked: -v must not be part of the recorded command"
-ok "V=1 without a change relinks nothing (-v is not recorded in the link command)"
+! grep -qE '(^| )ld -r |zero-weak-mcount -v ' "$W/v1again.out" && [ "$(calls)" = "$c0" ] ||
+	{ show "$W/v1again.out"; fail "V=1 alone (no change) relinked or ran the tool: -v must not be part of the stamp"; }
+ok "V=1 without a change relinks nothing and runs the tool only for --version (-v is not in the stamp)"
 
 # 2f. make -s: nothing on stdout, nothing of ours on stderr
 touch_later "$src/main.c"
@@ -157,11 +166,12 @@ ok "make -s with a relink: stdout empty; stderr only Debian's own 'Skipping BTF 
 kmake flags ZERO_WEAK_MCOUNT_FLAGS=--signed=refuse || { show "$W/flags.err"; fail "build with extra flags failed"; }
 grep -qxF "  LD [M]  $ko" "$W/flags.out" && grep -qxF "  ZWM [M] $ko" "$W/flags.out" ||
 	{ show "$W/flags.out"; fail "a flag change did not relink+reprocess"; }
-grep -q -- '--signed=refuse' "$src/.zwm_test.ko.cmd" || fail "flags not recorded in .zwm_test.ko.cmd"
+grep -q -- '--signed=refuse' "$stamp" || fail "flags not recorded in $stamp"
+btf_step_ran flags || fail "a flag change did not rerun the BTF step"
 kmake flags-back || fail "build after removing the flag failed"
 grep -qxF "  ZWM [M] $ko" "$W/flags-back.out" || fail "removing the flag did not reprocess"
 expect_processed "$ko" "after flag changes"
-ok "ZERO_WEAK_MCOUNT_FLAGS=--signed=refuse relinks and reprocesses (recorded in .zwm_test.ko.cmd); dropping it again does too"
+ok "ZERO_WEAK_MCOUNT_FLAGS=--signed=refuse relinks, reruns the BTF step and reprocesses (recorded in the stamp); dropping it again does too"
 
 # 2g'. a new tool version relinks and reprocesses (the --version line is recorded)
 c0=$(calls)
@@ -169,10 +179,24 @@ ZWM_FAKE_VERSION=99.0.0 kmake upgrade || { show "$W/upgrade.err"; fail "build wi
 grep -qxF "  LD [M]  $ko" "$W/upgrade.out" && grep -qxF "  ZWM [M] $ko" "$W/upgrade.out" ||
 	{ show "$W/upgrade.out"; fail "a new tool version did not relink+reprocess"; }
 [ "$(calls)" = $((c0 + 1)) ] || fail "the upgraded tool was not called"
-grep -q 'zero-weak-mcount 99.0.0' "$src/.zwm_test.ko.cmd" || fail "the version is not recorded in .zwm_test.ko.cmd"
+grep -qxF 'zero-weak-mcount 99.0.0' "$stamp" || fail "the version is not recorded in $stamp"
+btf_step_ran upgrade || fail "the upgrade did not rerun the BTF step"
 kmake downgrade || fail "build after the 'upgrade' failed"
 grep -qxF "  ZWM [M] $ko" "$W/downgrade.out" || fail "going back to the old version did not reprocess"
-ok "a tool reporting a new --version (same path) relinks and reprocesses; the version line is in .zwm_test.ko.cmd"
+ok "a tool reporting a new --version (same path) relinks, reruns the BTF step and reprocesses; the version line is in the stamp"
+
+# 2g''. a distribution's version text, with shell syntax in it
+v='1.2 (Debian 1.2-1) $(shell touch '"$W"'/pwned) `touch '"$W"'/pwned2`; false'
+ZWM_FAKE_VERSION=$v kmake parens || { show "$W/parens.err"; fail "a --version with parentheses broke the build"; }
+grep -qxF "  LD [M]  $ko" "$W/parens.out" && grep -qxF "  ZWM [M] $ko" "$W/parens.out" && btf_step_ran parens ||
+	{ show "$W/parens.out"; fail "the version with parentheses did not relink, rerun BTF and reprocess"; }
+grep -qxF "zero-weak-mcount $v" "$stamp" || fail "the stamp does not hold the version verbatim"
+[ ! -e "$W/pwned" ] && [ ! -e "$W/pwned2" ] || fail "the version text ran as make or shell code"
+expect_processed "$ko" "after a --version with parentheses"
+ZWM_FAKE_VERSION=$v kmake parens-same || fail "second build with that version failed"
+! grep -qE 'LD \[M\]|ZWM \[M\]' "$W/parens-same.out" || fail "the same version again relinked"
+kmake parens-back || fail "build after the version with parentheses failed"
+ok "--version '$v': builds, relinks, reruns BTF and reprocesses; kept verbatim in the stamp, never run; the same again does nothing"
 
 # 2h. CONFIG_WERROR gives --fatal-warnings (command line overrides auto.conf)
 kmake werror V=1 CONFIG_WERROR=y || { show "$W/werror.err"; fail "CONFIG_WERROR=y build failed"; }
@@ -182,15 +206,17 @@ kmake werror-back || fail "build after CONFIG_WERROR failed"
 ok "CONFIG_WERROR=y adds --fatal-warnings and relinks; V=1 line: $(grep -m1 -o 'zero-weak-mcount -v.*' "$W/werror.out")"
 
 # 2i. a configured but missing tool fails the build, and keeps failing
+s_ok=$(sha "$ko")
 rc=0; kmake missing ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount || rc=$?
 [ "$rc" != 0 ] || fail "a missing tool did not fail the build"
 grep -q "error: zero-weak-mcount: '/nonexistent/zero-weak-mcount' was not found" "$W/missing.err" ||
 	{ show "$W/missing.err"; fail "no clear error for the missing tool"; }
 show "$W/missing.err" "stderr: "
-[ ! -e "$ko" ] || fail "the unprocessed .ko was left behind after the failure"
+! grep -q 'LD \[M\]' "$W/missing.out" || fail "a missing tool still relinked the module"
+[ "$(sha "$ko")" = "$s_ok" ] || fail "the failed build changed the processed .ko"
 rc=0; kmake missing2 ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount || rc=$?
-[ "$rc" != 0 ] || fail "the second build with the missing tool succeeded (unprocessed module looked up to date)"
-ok "ZERO_WEAK_MCOUNT=/nonexistent/...: make exits $rc with the error above, the .ko is deleted, a rerun fails again"
+[ "$rc" != 0 ] || fail "the second build with the missing tool succeeded"
+ok "ZERO_WEAK_MCOUNT=/nonexistent/...: make exits $rc with the error above before linking (the processed .ko is left as it was), a rerun fails again"
 
 # 2j. a tool that fails fails the build
 cat >"$W/zwm-failing" <<EOF
@@ -210,5 +236,39 @@ ok "a tool that exits 1 fails the build (make exit $rc) and the .ko is deleted"
 kmake recover || { show "$W/recover.err"; fail "build after the failures failed"; }
 expect_processed "$ko" "rebuild after the failures"
 ok "with the tool back, the next make relinks and processes the module"
+
+# 2l. switching the step off is a change too: every module is relinked once,
+# unprocessed, so none is left processed by a tool that is no longer asked
+# for; switching it on again processes it
+c0=$(calls)
+kmake off ZERO_WEAK_MCOUNT= || { show "$W/off.err"; fail "build with the step off failed"; }
+grep -qxF "  LD [M]  $ko" "$W/off.out" && ! grep -q 'ZWM \[M\]' "$W/off.out" && [ "$(calls)" = "$c0" ] ||
+	{ show "$W/off.out"; fail "switching the step off did not relink without the tool"; }
+grep -qx 'off (ZERO_WEAK_MCOUNT is empty): modules are not processed' "$stamp" || fail "the stamp does not say the step is off"
+expect_unprocessed "$ko" "step switched off"
+kmake on || { show "$W/on.err"; fail "build with the step back on failed"; }
+grep -qxF "  ZWM [M] $ko" "$W/on.out" || fail "switching the step on again did not reprocess"
+expect_processed "$ko" "step switched on again"
+ok "ZERO_WEAK_MCOUNT= after a hooked build relinks the module once, unprocessed (the stamp says 'off'); on again, it is processed"
+
+# --- 3. the control: the snippet that recorded the version in the link command ------
+# (8f72ccd): an upgrade relinks through the changed command line, which
+# modfinal's BTF step ignores, and the version text reaches the shell.
+old=$W/old-snippet
+git -C "$ZWM_REPO" show 8f72ccd:Makefile.snippet >"$old" 2>"$W/git.err" || { show "$W/git.err"; fail "no Makefile.snippet at 8f72ccd (the control needs the checkout's history)"; }
+"$hook" -q --uninstall "$ZWM_HDR" && "$hook" -q --snippet "$old" --tool "$W/zwm-logging" "$ZWM_HDR" || fail "installing the old snippet failed"
+kmake old-on || { show "$W/old-on.err"; fail "build with the old snippet failed"; }
+ZWM_FAKE_VERSION=99.0.0 kmake old-upgrade || { show "$W/old-upgrade.err"; fail "old snippet: build after the upgrade failed"; }
+grep -qxF "  LD [M]  $ko" "$W/old-upgrade.out" && grep -qxF "  ZWM [M] $ko" "$W/old-upgrade.out" || fail "old snippet: the upgrade did not relink"
+! btf_step_ran old-upgrade || fail "old snippet: the BTF step ran after the upgrade: the control does not show the defect"
+rc=0; ZWM_FAKE_VERSION='1.2 (Debian 1.2-1)' kmake old-parens || rc=$?
+[ "$rc" != 0 ] && grep -q 'Syntax error: "(" unexpected' "$W/old-parens.err" ||
+	{ show "$W/old-parens.err"; fail "old snippet: a --version with parentheses did not break the link"; }
+ok "control (8f72ccd's snippet): an upgrade relinks without the BTF step (no 'Skipping BTF generation' line); '1.2 (Debian 1.2-1)' fails the link: $(grep -m1 -o 'Syntax error.*' "$W/old-parens.err")"
+"$hook" -q --uninstall "$ZWM_HDR" && "$hook" -q --tool "$W/zwm-logging" "$ZWM_HDR" || fail "re-installing the current snippet failed"
+kmake restored || { show "$W/restored.err"; fail "build with the current snippet restored failed"; }
+btf_step_ran restored || fail "switching back to the current snippet did not rerun the BTF step"
+expect_processed "$ko" "current snippet back"
+ok "back to the current snippet (its stamp older than the module: a relink for the old hook's link command alone): the hook runs the BTF step itself, then the tool"
 
 finish

@@ -10,12 +10,18 @@
 # 7.2 Kbuild.include/Makefile.lib/auto.conf, on zwm_test.o + zwm_test.mod.o
 # compiled against the 6.1 headers.  The final link (ld -r with 7.2's
 # module.lds), the hook and the tool are real; the compile steps are not
-# rerun (make -o), and BTF is off (gen-btf.sh needs 7.2's pahole).
+# rerun (make -o).  BTF is off but for one run (BTF=y), which checks that an
+# upgrade reruns the BTF step: Debian's 7.2 headers ship a vmlinux (its
+# .BTF), so gen-btf.sh really runs, here with bookworm's pahole 1.24
+# (--btf_gen_floats, the flags 7.2 gives pahole <= 1.25); sid's
+# resolve_btfids needs a newer glibc, so a stand-in takes pahole's BTF as it
+# is (zwm_test has no .BTF_ids for it to resolve).
 #
 # Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see lib.sh).
 suite=kbuild72
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-need_cmd make gcc-12 ld readelf
+need_cmd make gcc-12 ld readelf pahole
+btf_size() { local h; h=$(readelf -S -W "$m/$ko" | awk '{ for (i = 1; i < NF; i++) if ($i == ".BTF") print $(i + 4) }'); echo $((16#${h:-0})); }
 
 hook=$ZWM_ROOT/usr/sbin/install-kbuild-hook
 fetch=$ZWM_REPO/scripts/fetch-debian-kernel.sh
@@ -79,19 +85,30 @@ modfinal() {
 	shift
 	(cd "$m" && make -f "$S/scripts/Makefile.modfinal" -o zwm_test.mod.o -o .module-common.o \
 		srctree="$S" objtree="$O" SRCARCH=x86 LD=ld KBUILD_LDFLAGS="-m elf_x86_64" \
-		CONFIG_SHELL=/bin/sh KBUILD_EXTMOD="$m" CONFIG_DEBUG_INFO_BTF_MODULES= "$@") >"$W/$n.out" 2>"$W/$n.err"
+		CONFIG_SHELL=/bin/sh KBUILD_EXTMOD="$m" CONFIG_DEBUG_INFO_BTF_MODULES="${BTF:-}" \
+		PAHOLE=pahole PAHOLE_FLAGS=--btf_gen_floats RESOLVE_BTFIDS="$W/resolve_btfids" OBJCOPY=objcopy "$@") >"$W/$n.out" 2>"$W/$n.err"
 }
-export quiet=quiet_ KBUILD_VERBOSE=0
+export Q=@ quiet=quiet_ KBUILD_VERBOSE=0
+# gen-btf.sh runs "resolve_btfids ... --btf BTF1 ELF" and embeds ELF.BTF
+cat >"$W/resolve_btfids" <<'EOF'
+#!/bin/sh
+btf="" prev=""
+for a; do [ "$prev" = --btf ] && btf=$a; prev=$a; done
+[ -n "$btf" ] && cp -- "$btf" "$prev.BTF"
+EOF
+chmod +x "$W/resolve_btfids"
 
 modfinal first || { show "$W/first.err"; fail "7.2 modfinal with the hook failed"; }
 show "$W/first.out"
 grep -qxF "  LD [M]  $ko" "$W/first.out" && grep -qxF "  ZWM [M] $ko" "$W/first.out" || fail "7.2: no LD/ZWM quiet lines"
-recorded="; : zero-weak-mcount $O/tools/zero-weak-mcount/zero-weak-mcount $("$ZWM_TOOL" --version) --kconfig $O/include/config/auto.conf --section __mcount_loc"
-saved=$(grep "^savedcmd_$ko := ld -r " "$m/.$ko.cmd") || true
-[ "${saved%"$recorded"}" != "$saved" ] ||
-	{ show "$m/.$ko.cmd"; fail "7.2: tool/version/flags not recorded in savedcmd_"; }
+stamp=$m/.zero-weak-mcount.ko.stamp
+printf 'tool %s\nflags %s\n%s\n' "$O/tools/zero-weak-mcount/zero-weak-mcount" \
+	"--kconfig $O/include/config/auto.conf --section __mcount_loc" "$("$ZWM_TOOL" --version)" >"$W/stamp.want"
+cmp -s "$W/stamp.want" "$stamp" || { show "$stamp" "stamp "; fail "7.2: the stamp in the module folder does not hold tool, flags and version"; }
+grep -q "^savedcmd_$ko := ld -r .* zwm_test.mod.o .module-common.o\$" "$m/.$ko.cmd" ||
+	{ show "$m/.$ko.cmd"; fail "7.2: the saved link command is not the plain ld -r (the hook must not change it)"; }
 expect_processed "$m/$ko" "7.2 modfinal output"
-ok "7.2: quiet lines 'LD [M]' + 'ZWM [M]'; savedcmd_ records tool, version and flags; --kconfig is the absolute 7.2 objtree path"
+ok "7.2: quiet lines 'LD [M]' + 'ZWM [M]'; the stamp (module folder) holds tool, flags and version; the link command is 7.2's own; --kconfig is the absolute 7.2 objtree path"
 
 s1=$(sha "$m/$ko"); m1=$(mtime "$m/$ko")
 sleep 1.1
@@ -106,7 +123,7 @@ grep -qxF "  ZWM [M] $ko" "$W/touched.out" || fail "7.2: a newer zwm_test.o did 
 expect_processed "$m/$ko" "7.2 after relink"
 
 touch_later "$m/zwm_test.o"
-quiet='' KBUILD_VERBOSE=1 modfinal v1 || fail "7.2 V=1 run failed"
+Q='' quiet='' KBUILD_VERBOSE=1 modfinal v1 || fail "7.2 V=1 run failed"
 grep -qxF "# ZWM [M] $ko" "$W/v1.out" || { show "$W/v1.out"; fail "7.2 V=1: no '# ZWM [M]' label"; }
 grep -qE "zero-weak-mcount -v --kconfig [^ ]+ --section __mcount_loc $ko\$" "$W/v1.out" || { show "$W/v1.out"; fail "7.2 V=1: command with -v not shown"; }
 grep -q 'zeroed 2 of 8\|zeroed [0-9]* of [0-9]*' "$W/v1.err" || { show "$W/v1.err"; fail "7.2 V=1: no -v report from the tool"; }
@@ -143,13 +160,34 @@ ok "--section __patchable_function_entries with -DCC_USING_PATCHABLE_FUNCTION_EN
 modfinal back || fail "run after the PFE tests failed"
 expect_processed "$m/$ko" "7.2 after the section tests"
 
+s_ok=$(sha "$m/$ko")
 rc=0; modfinal missing ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount || rc=$?
-[ "$rc" != 0 ] && [ ! -e "$m/$ko" ] || fail "7.2: a missing tool did not fail the build (rc $rc) or left the .ko"
+[ "$rc" != 0 ] && ! grep -q 'LD \[M\]' "$W/missing.out" && [ "$(sha "$m/$ko")" = "$s_ok" ] ||
+	fail "7.2: a missing tool did not fail the build before the link (rc $rc)"
 grep -q "was not found or did not run" "$W/missing.err" || fail "7.2: no error message for the missing tool"
 rc=0; modfinal missing2 ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount || rc=$?
 [ "$rc" != 0 ] || fail "7.2: rerun with the missing tool succeeded"
 modfinal recover || fail "7.2: recovery run failed"
 expect_processed "$m/$ko" "7.2 after recovery"
-ok "7.2: missing tool fails (exit $rc), .ko deleted, rerun fails again; with the tool back it is processed"
+ok "7.2: missing tool fails (exit $rc) before any link, rerun fails again; with the tool back it is processed"
+
+# a distribution's version text: the BTF step and the tool rerun, the
+# module keeps .BTF, the text stays data
+cat >"$W/zwm-v" <<EOF
+#!/bin/sh
+[ "\$1" = --version ] && { echo "zero-weak-mcount \$ZWM_FAKE_VERSION"; exit 0; }
+exec "$ZWM_TOOL" "\$@"
+EOF
+chmod +x "$W/zwm-v"
+v='1.2 (Debian 1.2-1) $(shell touch '"$W"'/pwned) `touch '"$W"'/pwned2`'
+ZWM_FAKE_VERSION=$v BTF=y modfinal parens ZERO_WEAK_MCOUNT="$W/zwm-v" ||
+	{ show "$W/parens.err"; fail "7.2: a --version with parentheses broke the build"; }
+grep -qxF "  LD [M]  $ko" "$W/parens.out" && grep -qxF "  ZWM [M] $ko" "$W/parens.out" &&
+	grep -qxF "  BTF [M] $ko" "$W/parens.out" && [ "$(btf_size)" -gt 0 ] ||
+	{ show "$W/parens.out"; show "$W/parens.err"; fail "7.2: the new version did not relink, rerun the BTF step and the tool"; }
+grep -qxF "zero-weak-mcount $v" "$stamp" && [ ! -e "$W/pwned" ] && [ ! -e "$W/pwned2" ] ||
+	fail "7.2: the version text is not kept verbatim, or it ran"
+expect_processed "$m/$ko" "7.2 after a --version with parentheses"
+ok "7.2: --version '$v' relinks, reruns the BTF step (gen-btf.sh: .BTF $(btf_size) bytes) and the tool; kept verbatim in the stamp, never run"
 
 finish

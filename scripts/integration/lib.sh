@@ -13,6 +13,8 @@
 #   ZWM_WORK   scratch folder of this run
 #   ZWM_HDR    the arch headers tree of a private copy of the Debian headers
 #              (ZWM_WORK/root/usr/src/linux-headers-KVER), see make_headers_copy
+#   ZWM_KBUILD_LOCK  optional: a lock file; kbuild and kbuild612 run their
+#              module builds against the headers under flock on it
 
 set -euo pipefail
 
