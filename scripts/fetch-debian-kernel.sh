@@ -8,7 +8,9 @@
 # touched: a private sources list, state and cache live under the cache folder.
 #
 #   SUITE    bullseye | bookworm | trixie | sid (a release includes its
-#            -security suite), or bookworm-backports (with bookworm for
+#            -security suite), or experimental (with sid, pinned like
+#            backports; for linux-source of the next release), or
+#            bookworm-backports (with bookworm for
 #            what backports lacks, pinned so that its kernel is the candidate)
 #   DEBARCH  amd64 | ppc64el | i386 | arm64 | armhf | riscv64 | s390x | loong64
 #   PKG...   extra packages to unpack into the same root (e.g. busybox-static)
@@ -53,8 +55,8 @@ CACHE=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 MAX_AGE=${ZWM_APT_MAX_AGE:-86400}
 
 case "$SUITE" in
-    bullseye|bookworm|trixie|sid|bookworm-backports) ;;
-    *) die "unsupported suite '$SUITE' (bullseye|bookworm|trixie|sid|bookworm-backports)";;
+    bullseye|bookworm|trixie|sid|bookworm-backports|experimental) ;;
+    *) die "unsupported suite '$SUITE' (bullseye|bookworm|trixie|sid|bookworm-backports|experimental)";;
 esac
 case "$DEBARCH" in
     amd64)   FLAVOUR=amd64;;
@@ -92,6 +94,9 @@ SRC=$APTDIR/etc/sources.list
                 echo "deb [signed-by=$KEYRING] $SECURITY $SUITE-security main";;
         sid)
             echo "deb [signed-by=$KEYRING] $MIRROR sid main";;
+        experimental)
+            echo "deb [signed-by=$KEYRING] $MIRROR sid main"
+            echo "deb [signed-by=$KEYRING] $MIRROR experimental main";;
         bookworm-backports)
             echo "deb [signed-by=$KEYRING] $MIRROR bookworm main"
             echo "deb [signed-by=$KEYRING] $MIRROR bookworm-backports main";;
@@ -106,7 +111,7 @@ fi
 touch "$APTDIR/state/status"
 # Backports are NotAutomatic: without a pin the release's own kernel wins.
 case "$SUITE" in
-    *-backports) printf 'Package: *\nPin: release a=%s\nPin-Priority: 990\n' "$SUITE";;
+    *-backports|experimental) printf 'Package: *\nPin: release a=%s\nPin-Priority: 990\n' "$SUITE";;
 esac > "$APTDIR/etc/preferences"
 
 # Private configuration (APT_CONFIG is read before anything else, so the
