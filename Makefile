@@ -95,7 +95,7 @@ kernel-e2e: build
 # Not part of check: the series on ppc64le, cross-built with gcc; the build
 # alone takes most of an hour on 2 cores (docs/kernel-e2e.md).
 kernel-e2e-ppc64le: build
-	scripts/kernel-e2e-ppc64le.sh
+	scripts/kernel-e2e.sh --arch ppc64le
 
 # Not part of check: kvm.ko built with clang against kernels built with
 # clang, x86_64 and ppc64le; each builds a kernel first (docs/e2e.md).

@@ -37,8 +37,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --arch) arch=$2; shift 2;;
         --work) work=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 case "$arch" in

@@ -46,7 +46,6 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HERE=$REPO/scripts/kernel-bench
 PROG=kernel-bench DIE_STATUS=2
 . "$REPO/scripts/lib.sh"
-now() { date +%s; }
 
 rounds=3 loads=5 sizes="1000 2000 4000 8000 17000" amdgpu=0
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
@@ -58,8 +57,7 @@ while [ $# -gt 0 ]; do
         --loads) loads=$2; shift 2;;
         --sizes) sizes=$2; shift 2;;
         --work) work=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 [ $amdgpu = 0 ] || work=$work-amdgpu
@@ -75,26 +73,16 @@ if [ $amdgpu = 0 ]; then
     src=$e2e/src-series obj=$e2e/obj-series
 fi
 ZWM=$(find_tool "${ZWM:-}") || exit 2
-root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
-tarball=$root/usr/src/linux-source-7.2.tar.xz
+series_source
+tarball=$TARBALL
 if [ $amdgpu = 1 ]; then
     # A tree of its own: the series, kernel-e2e's config plus amdgpu.
     src=$work/src obj=$work/obj
-    stamp="$(stat -c '%s %Y' "$tarball") $(cat "$REPO"/kernel/*.patch | sha256sum)"
-    if [ ! -f "$src/.zwm-stamp" ] || [ "$(cat "$src/.zwm-stamp")" != "$stamp" ]; then
-        log "unpacking the amdgpu tree"
-        rm -rf "$src"; mkdir -p "$src"
-        tar -xJf "$tarball" -C "$src" --strip-components=1
-        (cd "$src" && git apply "$REPO"/kernel/*.patch) || die "the series does not apply"
-        echo "$stamp" > "$src/.zwm-stamp"
-    fi
-    amd=$(grep -E '^CONFIG_(DRM_AMD|HSA_AMD)' "$root"/usr/lib/modules/*/config |
+    unpack_tree "$src" 1
+    amd=$(grep -E '^CONFIG_(DRM_AMD|HSA_AMD)' "$(dirname "$TARBALL")"/../lib/modules/*/config |
         sed -E 's/^CONFIG_([A-Z0-9_]+)=y$/--enable \1/; s/^CONFIG_([A-Z0-9_]+)=m$/--module \1/')
     ZWM_KCONFIG_EXTRA="--module DRM $(echo $amd)" "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new"
-    if ! cmp -s "$obj.config-new/.config" "$obj/.config" 2>/dev/null; then
-        mkdir -p "$obj"; cp "$obj.config-new/.config" "$obj/.config"
-    fi
-    rm -rf "$obj.config-new"
+    install_config "$obj.config-new" "$obj"
     grep -qx 'CONFIG_DRM_AMDGPU=m' "$obj/.config" || die "the amdgpu config has no CONFIG_DRM_AMDGPU=m"
     log "building the amdgpu tree (make -j$jobs; log in $obj.log)"
     start=$(now)
@@ -158,7 +146,7 @@ versions() { # NAME KO
     strip --strip-unneeded -o "$m/$name-stripped.ko" "$m/$name-tagged.ko"
 }
 if [ $amdgpu = 0 ]; then
-    cp "$e2e/modules/series-irqbypass.ko" "$m/deps/00-irqbypass.ko"
+    cp "$e2e/modules/series-dep.ko" "$m/deps/00-irqbypass.ko"
     for c in unchecked tagged stripped; do cp "$e2e/modules/$c-kvm.ko" "$m/kvm-$c.ko"; done
 else
     versions kvm "$obj/arch/x86/kvm/kvm.ko"
@@ -174,8 +162,8 @@ else
         cp "$ko" "$m/deps/$i-$(basename "$ko")"; i=$((i + 1))
     done < <(for mod in kvm amdgpu; do modprobe -d "$stage" -S "$kver" --show-depends "$mod"; done | grep '^insmod ' | awk '!seen[$2]++')
 fi
-cases=("kvm-unchecked kvm $loads" "kvm-tagged kvm $loads" "kvm-stripped kvm $loads")
-[ $amdgpu = 0 ] || cases+=("amdgpu-unchecked amdgpu 1" "amdgpu-tagged amdgpu 1" "amdgpu-stripped amdgpu 1")
+cases=("kvm-unchecked kvm $loads digest" "kvm-tagged kvm $loads digest" "kvm-stripped kvm $loads digest")
+[ $amdgpu = 0 ] || cases+=("amdgpu-unchecked amdgpu 1 digest" "amdgpu-tagged amdgpu 1 digest" "amdgpu-stripped amdgpu 1 digest")
 declare -A gen_secs
 for n in $sizes; do
     g=$work/gen/$n
@@ -188,7 +176,7 @@ for n in $sizes; do
         { tail -n 20 "$g/build.log" >&2; die "the generated module of $n functions did not build"; }
     gen_secs[$n]=$(( $(now) - start ))
     versions "gen$n" "$g/src/zwmgen$n.ko"
-    for c in unchecked tagged stripped; do cases+=("gen$n-$c zwmgen$n 1"); done
+    for c in unchecked tagged stripped; do cases+=("gen$n-$c zwmgen$n 1 digest"); done
 done
 printf '%s\n' "${cases[@]}" > "$m/cases"
 {
@@ -201,23 +189,20 @@ printf '%s\n' "${cases[@]}" > "$m/cases"
 } > "$m/sizes.tsv"
 
 # --- boots -------------------------------------------------------------------------
-rd=$work/initrd
-rm -rf "$rd"; mkdir -p "$rd"/{bin,proc,sys,dev,tmp}
-cp /bin/busybox "$rd/bin/busybox"; ln -s busybox "$rd/bin/sh"
-cp "$HERE/init" "$rd/init"; cp "$m/cases" "$rd/cases"; cp -r "$m" "$rd/m"
-(cd "$rd" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) > "$work/initrd.cpio"
+# The guest runner with payload loads.sh; the dependencies load first, in
+# name order, through the guest protocol.
+adds=(--add "$m/cases=cases")
+for f in "$m"/*.ko; do adds+=(--add "$f=cases.d/$(basename "$f")"); done
 boots=()
 start=$(now)
 for r in $(seq 1 "$rounds"); do
     for k in $kernels; do
         out=$work/boots/$r-$k
         rm -rf "$out"; mkdir -p "$out"; echo "$k" > "$out/kernel"
-        t0=$(now)
-        timeout -k 5 3600 qemu-system-x86_64 -accel tcg -smp 1 -m 2048 -nographic -no-reboot \
-            -kernel "$work/kernels/$k.bzImage" -initrd "$work/initrd.cpio" \
-            -append "console=ttyS0 panic=-1 loglevel=7 nokaslr" </dev/null >"$out/console.log" 2>"$out/qemu.stderr" ||
-            log "warning: qemu exited with $? ($out)"
-        log "round $r: booted $k in $(( $(now) - t0 )) s"
+        "$GUEST/run.sh" --arch x86_64 --kernel "$work/kernels/$k.bzImage" --out "$out" --mem 2048 \
+            --timeout 3600 --payload "$GUEST/payload/loads.sh" "${adds[@]}" "$m"/deps/*.ko ||
+            log "warning: the guest did not power off in time ($out)"
+        log "round $r: booted $k in $(cat "$out/boot-seconds") s"
         boots+=("$out")
     done
 done

@@ -4,7 +4,8 @@
 
   report.py WORK SIZES.TSV BOOT_DIR...
 
-Each BOOT_DIR holds console.log from one boot of scripts/kernel-bench/init
+Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh
+with payload loads.sh
 and a file `kernel` naming the kernel (stock, v1, v2, ours, floor).  For
 every kernel and case it reports the load time (median and interquartile
 range over every load of every boot, from printk timestamps), the ratio to
@@ -24,51 +25,28 @@ negative control that the cases really contain weak locations.
 """
 import collections
 import re
-import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+import guest  # noqa: E402
+
 KERNELS = ["stock", "v1", "v2", "ours", "floor"]
 COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "v2": "#2ca02c", "ours": "#1f77b4", "floor": "#7f7f7f"}
-STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] zwm-load (\S+) (\d+) (start|end)$")
-AFF = re.compile(r"^@@ZWM AFF (\S+) lines=(\d+) invalid=(\d+) valid-md5=(\S+)")
-BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")
 
 
 def parse(boot):
-    res = {"kernel": (boot / "kernel").read_text().strip(), "times": collections.defaultdict(list),
-           "aff": {}, "bad": [], "rc": [], "taint": None, "end": False}
-    section, starts = None, {}
-    for line in (boot / "console.log").read_text(errors="replace").replace("\r", "").split("\n"):
-        if line.startswith("@@ZWM ") and line.endswith("-BEGIN"):
-            section = line.split()[1].removesuffix("-BEGIN")
-        elif line.startswith("@@ZWM ") and line.endswith("-END"):
-            section = None
-        elif section == "TIMES":
-            m = STAMP.match(line)
-            if m:
-                t, case, i, what = float(m[1]), m[2], m[3], m[4]
-                if what == "start":
-                    starts[(case, i)] = t
-                elif (case, i) in starts:
-                    res["times"][case].append(1000 * (t - starts.pop((case, i))))
-        elif section == "DMESG":
-            if any(b in line for b in BAD):
-                res["bad"].append(line.strip())
-        elif (m := AFF.match(line)):
-            res["aff"][m[1]] = (int(m[2]), int(m[3]), m[4])
-        elif line.startswith(("@@ZWM INSMOD", "@@ZWM RMMOD")) and not line.endswith("rc=0"):
-            res["rc"].append(line)
-        elif line.startswith("@@ZWM TAINT"):
-            res["taint"] = line.split()[2]
-        elif line == "@@ZWM END":
-            res["end"] = True
-    return res
+    con = guest.read_console(boot)
+    kv = {f[0]: dict(x.split("=", 1) for x in f[1:]) for f in guest.marked(con, "AFF")}
+    return {"kernel": (boot / "kernel").read_text().strip(), "times": guest.load_times(con["dmesg"]),
+            "aff": {c: (int(a["lines"]), int(a["invalid"]), a["valid-md5"]) for c, a in kv.items()},
+            "bad": guest.bad_lines(con["dmesg"]),
+            "rc": [" ".join(f) for t in ("INSMOD", "RMMOD") for f in guest.marked(con, t) if f[-1] != "rc=0"],
+            "taint": con["taint"], "end": con["end"]}
 
 
 def stats(ms):
-    q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
-    return statistics.median(ms), q[0], q[2]
+    return guest.summary(ms)[:3]
 
 
 def svg(path, sizes, med):
@@ -181,12 +159,7 @@ def main():
     svg(work / "curve.svg", sizes, med)
     header = (work / "header.md").read_text() if (work / "header.md").exists() else ""
     text = header + "\nModule sizes:\n\n```\n" + sizes_tsv.read_text() + "```\n\n" + "\n".join(rows) + "\n"
-    (work / "report.md").write_text(text + "".join(f"\nFAIL: {f}" for f in fails) + "\n")
-    print(text)
-    for f in fails:
-        print(f"FAIL: {f}")
-    print("kernel-bench: " + ("FAIL" if fails else "PASS"))
-    return 1 if fails else 0
+    return guest.verdict(work / "report.md", text, fails, "kernel-bench")
 
 
 if __name__ == "__main__":

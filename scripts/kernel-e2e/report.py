@@ -2,127 +2,82 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Judge the kernel e2e boots (scripts/kernel-e2e.sh) and report.
 
-  report.py OUT.md BOOT_DIR...
+  report.py OUT.md TOOL-V.LOG NM BOOT_DIR...
 
-Each BOOT_DIR holds console.log from one boot of scripts/kernel-e2e/init and
-a file `kernel` naming the kernel (stock or series).  Cases are named
-KERNEL/MODULE: stock/stock-kvm, stock/tagged-kvm, series/tagged-kvm,
-series/unchecked-kvm and series/stripped-kvm.  What must hold:
+Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh with
+payload loads.sh and a file `kernel` naming the kernel (stock or series);
+the one with a file `expect-warn` is the negative control: kvm.ko with a
+tag forged to match its counts (nothing zeroed) in the series kernel.
+Cases are named KERNEL/MODULE.  TOOL-V.LOG is the tool's -v stderr on the
+unchecked kvm.ko (the distance of each entry it zeroed), NM is `nm` of it.
 
-  * every insmod and rmmod succeeded, no boot shows WARNING, BUG, Oops or an
-    ftrace bug in dmesg, and the kernels stayed untainted;
-  * stock kernel, stock kvm.ko: the baseline; it has invalid lines (else the
-    proof below would be vacuous);
-  * series kernel, tagged kvm.ko (the tag skips the load-time pass): 0
-    invalid lines, every other line exactly the baseline's, and a lower
-    median load time than the baseline;
-  * series kernel, unchecked kvm.ko (built without the tool: the kernel
-    zeroes its weak locations at load time): the same lines, and a lower
-    median load time than the baseline too;
-  * series kernel, tagged-then-stripped kvm.ko (its tag is stale, so the
-    kernel must fall back to the load-time pass): 0 invalid lines, every
-    line one of the baseline's valid lines, and fewer of them, since its
-    static functions lost their symbols; trusting the stale tag would have
-    listed those as invalid and WARNed;
-  * stock kernel, tagged kvm.ko: loads and shows what series/tagged shows;
-  * the ftrace smoke test enabled every filtered kvm record in every case;
-  * every case was loaded and listed the same way in every boot;
-  * negative control: a BOOT_DIR with a file `expect-warn` loads kvm.ko
-    with a tag forged to match its counts (nothing zeroed) into the series
-    kernel; it must WARN, or the boots above could not tell that a valid
-    tag really skips the load-time pass.
+The baseline ("before") is stock/stock-kvm where a stock kernel was built
+(x86_64), else series/forged-kvm (ppc64le: the kernel trusts the forged
+tag, skips the load-time pass and keeps a record for every weak location).
+What must hold:
+
+  * every insmod and rmmod succeeded in every boot; no boot but the
+    negative control shows WARNING, BUG, Oops, a call trace or an ftrace bug
+    in dmesg, and those kernels stayed untainted;
+  * the baseline has invalid lines (else the proof would be vacuous); with
+    the forged baseline, their distances are one for one the entries the
+    tool zeroed;
+  * series/tagged-kvm (the tag skips the load-time pass) and
+    series/unchecked-kvm (the kernel zeroes at load time), and
+    stock/tagged-kvm where built: 0 invalid lines, every other line exactly
+    the baseline's;
+  * series/stripped-kvm (its tag is stale, so the kernel must fall back to
+    the load-time pass): 0 invalid lines and fewer lines than the
+    baseline's valid ones, since its static functions lost their symbols.
+    Against stock: each line one of stock's valid lines.  Against forged
+    (ppc64le): each name one forged lists, or an alias of one (same address
+    in NM: init_module for the static kvmppc_book3s_init); names, not lines,
+    since a static function that starts at most FTRACE_MCOUNT_MAX_OFFSET
+    (16) bytes after a surviving symbol keeps its record under that name,
+    which can then appear twice;
+  * the ftrace smoke test enabled every filtered kvm record in every case,
+    and every case was listed the same way in every boot;
+  * against stock: tagged and unchecked load faster (median) than the
+    baseline, over at least 30 timed loads each;
+  * negative control: the forged kvm.ko makes the series kernel WARN, or
+    the boots could not tell that a valid tag really skips the pass.
 
 Prints the table and writes it to OUT.md; exits 1 if anything fails.
 """
 import collections
-import re
 import statistics
 import sys
 from pathlib import Path
 
-INVALID = "__ftrace_invalid_address___"
-BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")
-# The optional [ T1] is the caller id that PRINTK_CALLER adds (ppc64le's
-# guest config has it).
-STAMP = re.compile(r"^\[\s*(\d+\.\d+)\](?:\[\s*\S+\])? zwm-load (\S+) (\d+) (start|end)$")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
+import guest  # noqa: E402
+from zwm_e2e import zeroed_distances  # noqa: E402
 
 
 def parse(boot):
-    kernel = (boot / "kernel").read_text().strip()
-    text = (boot / "console.log").read_text(errors="replace").replace("\r", "")
-    lines = text.split("\n")
-    res = {"kernel": kernel, "insmod": [], "rmmod": [], "aff": {}, "smoke": {},
-           "times": collections.defaultdict(list), "dmesg": [], "end": False,
-           "taint": None}
-    aff = None
-    in_dmesg = False
-    starts = {}
-    for line in lines:
-        if line.startswith("@@ZWM AFF-BEGIN "):
-            aff = line.split()[2]
-            res["aff"][aff] = []
-        elif line.startswith("@@ZWM AFF-END"):
-            aff = None
-        elif aff is not None:
-            res["aff"][aff].append(line)
-        elif line.startswith("@@ZWM INSMOD"):
-            res["insmod"].append(line)
-        elif line.startswith("@@ZWM RMMOD"):
-            res["rmmod"].append(line)
-        elif line.startswith("@@ZWM SMOKE"):
-            _, _, case, filt, enab = line.split()
-            res["smoke"][case] = (int(filt.split("=")[1]), int(enab.split("=")[1]))
-        elif line.startswith("@@ZWM TAINT"):
-            res["taint"] = line.split()[2]
-        elif line == "@@ZWM DMESG-BEGIN":
-            in_dmesg = True
-        elif line == "@@ZWM DMESG-END":
-            in_dmesg = False
-        elif line == "@@ZWM END":
-            res["end"] = True
-        elif in_dmesg:
-            res["dmesg"].append(line)
-            m = STAMP.match(line)
-            if m:
-                t, case, i, what = float(m[1]), m[2], m[3], m[4]
-                if what == "start":
-                    starts[(case, i)] = t
-                elif (case, i) in starts:
-                    res["times"][case].append(1000 * (t - starts.pop((case, i))))
-    return res
+    con = guest.read_console(boot)
+    return {"kernel": (boot / "kernel").read_text().strip(), "dir": boot,
+            "warn": (boot / "expect-warn").exists(),
+            "rc": [f for tag in ("INSMOD", "RMMOD") for f in guest.marked(con, tag) if f[-1] != "rc=0"],
+            "aff": {name: lines for (t, name), lines in con["blocks"].items() if t == "AFF"},
+            "smoke": {f[0]: tuple(int(x.split("=")[1]) for x in f[1:3]) for f in guest.marked(con, "SMOKE")},
+            "times": guest.load_times(con["dmesg"]), "dmesg": con["dmesg"],
+            "end": con["end"], "taint": con["taint"]}
 
 
-def summary(ms):
-    q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
-    return statistics.median(ms), q[0], q[2], min(ms), max(ms)
-
-
-def main():
-    out = Path(sys.argv[1])
-    dirs = [d for d in sys.argv[2:] if not (Path(d) / "expect-warn").exists()]
-    negative = [d for d in sys.argv[2:] if (Path(d) / "expect-warn").exists()]
-    boots = [parse(Path(d)) for d in dirs]
-    fails = []
-    control = []
-    for d in negative:
-        warns = [x.strip() for x in parse(Path(d))["dmesg"] if "WARNING:" in x]
-        if warns:
-            control.append(f"negative control ({d}): the forged tag made the series kernel WARN: {warns[0]}")
-        else:
-            fails.append(f"negative control ({d}): kvm.ko with a forged mcount= tag raised no WARN")
-    aff = {}
-    times = collections.defaultdict(list)
-    smoke = {}
-    for b, d in zip(boots, dirs):
-        where = f"{d} ({b['kernel']})"
+def judge_boots(boots, fails):
+    """The checks every boot must pass; returns the listings, load times and
+    smoke counts by KERNEL/CASE."""
+    aff, times, smoke = {}, collections.defaultdict(list), {}
+    for b in boots:
+        where = f"{b['dir']} ({b['kernel']})"
         if not b["end"]:
             fails.append(f"{where}: the guest did not finish")
-        for line in b["insmod"] + b["rmmod"]:
-            if not line.endswith("rc=0"):
-                fails.append(f"{where}: {line}")
-        for line in b["dmesg"]:
-            if any(x in line for x in BAD):
-                fails.append(f"{where}: dmesg: {line.strip()}")
+        fails += [f"{where}: {' '.join(f)}" for f in b["rc"]]
+        if b["warn"]:
+            continue
+        fails += [f"{where}: dmesg: {x}" for x in guest.bad_lines(b["dmesg"])]
         if b["taint"] != "0":
             fails.append(f"{where}: kernel tainted ({b['taint']})")
         for case, lines in b["aff"].items():
@@ -137,76 +92,106 @@ def main():
                 fails.append(f"{where}: {key}: smoke test filtered {n} records, enabled {e}")
         for case, ms in b["times"].items():
             times[f"{b['kernel']}/{case}"].extend(ms)
+    return aff, times, smoke
 
-    base_key, tagged_key, unchecked_key = "stock/stock-kvm", "series/tagged-kvm", "series/unchecked-kvm"
-    stripped_key = "series/stripped-kvm"
-    want = [base_key, "stock/tagged-kvm", tagged_key, unchecked_key, stripped_key]
-    for key in want:
-        if key not in aff:
-            fails.append(f"{key}: no available_filter_functions listing")
-        if len(times.get(key, [])) == 0:
-            fails.append(f"{key}: no timed loads")
 
-    def invalid(lines):
-        return [x for x in lines if x.startswith(INVALID)]
+def stripped_ok(lines, base, nm):
+    """Whether the stripped module's lines are what a stale tag must give,
+    and what that means here."""
+    v, i = guest.split_lines(lines)
+    bv, _ = guest.split_lines(base["lines"])
+    if base["key"].startswith("stock/"):
+        return (not i and not (collections.Counter(lines) - bv) and len(lines) < sum(bv.values()),
+                "0 invalid, fewer lines, each one of stock/stock-kvm's valid lines", [])
+    addr = {f[2]: int(f[0], 16) for f in (x.split() for x in nm.read_text().splitlines()) if len(f) == 3}
+    known, names = {x.split()[0] for x in bv}, {x.split()[0] for x in v}
+    aliases = {x for x in names - known if x in addr and any(addr.get(k) == addr[x] for k in known)}
+    strangers = sorted(names - known - aliases)
+    return (not i and not strangers and sum(v.values()) < sum(bv.values()),
+            "0 invalid, fewer lines, each name one of forged's or an alias of one"
+            + (f" ({', '.join(sorted(aliases))})" if aliases else ""),
+            [f"series/stripped-kvm: names neither listed by forged nor aliases: {strangers}"] if strangers else [])
 
-    def valid(lines):
-        return collections.Counter(x for x in lines if not x.startswith(INVALID))
 
+def main():
+    out, tool_log, nm = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    boots = [parse(Path(d)) for d in sys.argv[4:]]
+    fails, control = [], []
+    aff, times, smoke = judge_boots(boots, fails)
+    negative = [b for b in boots if b["warn"]]
+    for b in negative:
+        warns = [x.strip() for x in b["dmesg"] if "WARNING:" in x]
+        if warns:
+            control.append(f"negative control ({b['dir']}): the forged tag made the series kernel WARN: {warns[0]}")
+        else:
+            fails.append(f"negative control ({b['dir']}): kvm.ko with a forged mcount= tag raised no WARN")
+    kernels = {b["kernel"] for b in boots if not b["warn"]}
+    zeroed = collections.Counter(zeroed_distances(tool_log))
+    if "stock" in kernels:
+        base = {"key": "stock/stock-kvm", "lines": aff.get("stock/stock-kvm")}
+        want = ["stock/tagged-kvm", "series/tagged-kvm", "series/unchecked-kvm", "series/stripped-kvm"]
+    else:
+        base = {"key": "series/forged-kvm", "lines": negative[0]["aff"].get("forged-kvm") if negative else None}
+        want = ["series/tagged-kvm", "series/unchecked-kvm", "series/stripped-kvm"]
     rows = []
-    if all(k in aff for k in want):
-        base = aff[base_key]
-        if not invalid(base):
-            fails.append(f"{base_key}: no invalid lines, so the comparison proves nothing")
-        for key in want:
-            lines = aff[key]
-            if key == base_key:
-                ok = True
-                expect = "the baseline"
-            elif key == stripped_key:
-                ok = (not invalid(lines) and not (collections.Counter(lines) - valid(base))
-                      and len(lines) < sum(valid(base).values()))
-                expect = "0 invalid, fewer lines, each one of stock/stock-kvm's valid lines"
-            else:
-                ok = not invalid(lines) and valid(lines) == valid(base)
-                expect = "0 invalid, every other line identical to stock/stock-kvm"
-            if not ok:
-                fails.append(f"{key}: lines are not {expect} "
-                             f"({len(lines)} lines, {len(invalid(lines))} invalid)")
-            rows.append((key, len(lines), len(invalid(lines)), expect, ok))
-
-    report = ["| kernel / kvm.ko | lines | invalid | expected | holds |",
-              "|---|---|---|---|---|"]
-    for key, n, inv, expect, ok in rows:
-        report.append(f"| {key} | {n} | {inv} | {expect} | {'yes' if ok else 'NO'} |")
-    report += ["", "| kernel / kvm.ko | loads | median ms | IQR ms | min-max ms |",
-               "|---|---|---|---|---|"]
-    for key in want:
-        ms = times.get(key, [])
-        if ms:
-            med, q1, q3, lo, hi = summary(ms)
-            report.append(f"| {key} | {len(ms)} | {med:.1f} | {q1:.1f}-{q3:.1f} | {lo:.1f}-{hi:.1f} |")
-    for key in (tagged_key, unchecked_key):
-        if not (times.get(base_key) and times.get(key)):
+    for key in [base["key"]] + want:
+        lines = base["lines"] if key == base["key"] else aff.get(key)
+        if lines is None:
+            fails.append(f"{key}: no available_filter_functions listing")
             continue
-        b, s = statistics.median(times[base_key]), statistics.median(times[key])
-        report += ["", f"Load time, stock kernel + stock kvm.ko -> {key.replace('/', ' kernel + ')}.ko: "
-                   f"median {b:.1f} ms -> {s:.1f} ms ({b / s:.2f}x faster, {b - s:.1f} ms saved per load)."]
-        if not s < b:
-            fails.append(f"{key} median {s:.1f} ms is not below {base_key} {b:.1f} ms")
-        for k in (base_key, key):
-            if len(times[k]) < 30:
-                fails.append(f"{k}: only {len(times[k])} timed loads (want >= 30)")
+        if base["lines"] is None:
+            continue
+        v, i = guest.split_lines(lines)
+        bv, bi = guest.split_lines(base["lines"])
+        if key == base["key"]:
+            ok, expect = bool(bi), "the baseline, with invalid lines"
+            if not bi:
+                fails.append(f"{key}: no invalid lines, so the comparison proves nothing")
+            if key == "series/forged-kvm":
+                ok = ok and bi == zeroed and bool(negative[0]["dmesg"]) and bool(control)
+                expect = "WARN; invalid lines = the tool's zeroed entries"
+                if bi != zeroed:
+                    fails.append(f"forged: invalid distances {sorted(bi.elements())} are not the tool's "
+                                 f"zeroed {sorted(zeroed.elements())}")
+        elif key == "series/stripped-kvm":
+            ok, expect, why = stripped_ok(lines, base, nm)
+            fails += why
+        else:
+            ok = not i and v == bv
+            expect = f"0 invalid, every other line identical to {base['key']}'s"
+        if not ok and key != base["key"]:
+            fails.append(f"{key}: lines are not {expect} ({len(lines)} lines, {sum(i.values())} invalid)")
+        rows.append((key, len(lines), sum(i.values()), expect, ok))
+
+    report = ["| kernel / kvm.ko | lines | invalid | expected | holds |", "|---|---|---|---|---|"]
+    report += [f"| {k} | {n} | {inv} | {e} | {'yes' if ok else 'NO'} |" for k, n, inv, e, ok in rows]
+    report += ["", "| kernel / kvm.ko | loads | median ms | IQR ms | min-max ms |", "|---|---|---|---|---|"]
+    for b in negative:
+        times.setdefault("series/forged-kvm", []).extend(b["times"].get("forged-kvm", []))
+    for key in [base["key"]] + want:
+        if not times.get(key):
+            if key != "series/forged-kvm":
+                fails.append(f"{key}: no timed loads")
+            continue
+        med, q1, q3, lo, hi = guest.summary(times[key])
+        report.append(f"| {key} | {len(times[key])} | {med:.1f} | {q1:.1f}-{q3:.1f} | {lo:.1f}-{hi:.1f} |")
+    if base["key"] == "stock/stock-kvm":
+        for key in ("series/tagged-kvm", "series/unchecked-kvm"):
+            if not (times.get(base["key"]) and times.get(key)):
+                continue
+            b, s = statistics.median(times[base["key"]]), statistics.median(times[key])
+            report += ["", f"Load time, stock kernel + stock kvm.ko -> {key.replace('/', ' kernel + ')}.ko: "
+                       f"median {b:.1f} ms -> {s:.1f} ms ({b / s:.2f}x faster, {b - s:.1f} ms saved per load)."]
+            if not s < b:
+                fails.append(f"{key} median {s:.1f} ms is not below {base['key']} {b:.1f} ms")
+            for k in (base["key"], key):
+                if len(times[k]) < 30:
+                    fails.append(f"{k}: only {len(times[k])} timed loads (want >= 30)")
     report += ["", f"{len(boots)} boots; smoke test (filtered = enabled records): " +
-               ", ".join(f"{k} {n}" for k, (n, _) in sorted(smoke.items()))]
+               ", ".join(f"{k} {n}" for k, (n, _) in sorted(smoke.items())),
+               f"tool zeroed {sum(zeroed.values())} entries at distances {sorted(zeroed.elements())}"]
     report += [""] + control
-    text = "\n".join(report) + "\n"
-    out.write_text(text + ("".join(f"\nFAIL: {f}" for f in fails) + "\n" if fails else ""))
-    print(text)
-    for f in fails:
-        print(f"FAIL: {f}")
-    print("kernel-e2e: " + ("FAIL" if fails else "PASS"))
-    return 1 if fails else 0
+    return guest.verdict(out, "\n".join(report) + "\n", fails, "kernel-e2e")
 
 
 if __name__ == "__main__":
