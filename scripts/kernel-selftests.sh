@@ -5,7 +5,8 @@
 # tests").
 #
 #   scripts/kernel-selftests.sh [--work DIR] [--forms "stock processed unchecked stripped"]
-#                               [--suites "preload ftrace livepatch probes"]
+#                               [--suites "preload ftrace livepatch probes"] [--jobs N]
+#                               [--report-only]
 #
 # The kernels are kernel-e2e's x86_64 pair (`kernel-e2e.sh --build-only`),
 # whose one config has what both suites need.  Each boot (one vCPU, TCG)
@@ -27,6 +28,9 @@
 # every verdict, by test name, of each series form with stock's and writes
 # WORK/report.md.
 #
+# --jobs N boots N guests at once (default 1: every boot has a host core to
+# itself, as the timing-sensitive tests expect); --report-only judges the
+# boots of an earlier run again.
 # Default WORK ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-selftests.
 # Needs what kernel-e2e.sh needs, and bash-static and libc6-dev.
 set -euo pipefail
@@ -40,15 +44,21 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-selftests
 forms="stock processed unchecked stripped"
 suites="preload ftrace livepatch probes"
+jobs=1 report_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --work) work=$2; shift 2;;
         --forms) forms=$2; shift 2;;
         --suites) suites=$2; shift 2;;
+        --jobs) jobs=$2; shift 2;;
+        --report-only) report_only=1; shift;;
         *) arg_error "$1";;
     esac
 done
 work=$(work_dir "$work" "") || die "cannot make $work"
+if [ $report_only = 1 ]; then
+    exec python3 "$HERE/report.py" "$work/report.md" $(for f in $forms; do echo "$work/boots/$f"; done)
+fi
 missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.a libc6-dev" "depmod kmod"
 install_packages "${MISSING[@]}"
 
@@ -138,24 +148,31 @@ rm -rf "$work/ftrace"; cp -r "$tests/ftrace" "$work/ftrace"
 gcc -static -O2 -o "$work/ftrace/poll" "$tests/ftrace/poll.c" || die "building ftrace's poll failed"
 
 # --- boots -----------------------------------------------------------------------------
-boots=()
-for f in $forms; do
-    k=series; [ "$f" != stock ] || k=stock
-    out=$work/boots/$f
+boot() { # FORM
+    local f=$1 k=series out=$work/boots/$1
+    [ "$f" != stock ] || k=stock
     rm -rf "$out"; mkdir -p "$out"
     echo "$k" > "$out/kernel"; echo "$f" > "$out/form"
     printf 'SUITES="%s"\nPRELOAD=kvm\n' "$suites" > "$out/selftests.conf"
     log "booting the $k kernel with the $f modules ($suites)"
+    local adds=() s
+    for s in "$tests"/livepatch/test-*.sh "$tests/livepatch/functions.sh"; do
+        adds+=(--add "$s=selftests/livepatch/$(basename "$s")")
+    done
     "$GUEST/run.sh" --arch x86_64 --kernel "$e2e/obj-$k/arch/x86/boot/bzImage" --out "$out" \
         --mem 2048 --timeout 5400 --payload "$GUEST/payload/selftests.sh" \
         --tree "$work/tree-$f" --add "$out/selftests.conf=selftests.conf" \
-        --add "$work/ftrace=selftests/ftrace" \
-        --add "$tests/livepatch/functions.sh=selftests/livepatch/functions.sh" \
-        $(for s in "$tests"/livepatch/test-*.sh; do echo "--add $s=selftests/livepatch/$(basename "$s")"; done) \
+        --add "$work/ftrace=selftests/ftrace" "${adds[@]}" \
         --add "$work/test_klp-call_getpid=selftests/livepatch/test_klp-call_getpid" \
         --add "/bin/bash-static=bin/bash" --add "$HERE/sysctl=sbin/sysctl" ||
         log "warning: the guest did not power off in time ($out)"
     log "$f: booted in $(cat "$out/boot-seconds") s"
-    boots+=("$out")
+}
+boots=()
+for f in $forms; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    boot "$f" &
+    boots+=("$work/boots/$f")
 done
+wait
 python3 "$HERE/report.py" "$work/report.md" "${boots[@]}"
