@@ -6,7 +6,7 @@
 #
 #   scripts/kernel-selftests.sh [--work DIR] [--forms "stock processed unchecked stripped"]
 #                               [--suites "preload ftrace livepatch probes"] [--jobs N]
-#                               [--report-only]
+#                               [--module-tests-only "FORM..."] [--report-only]
 #
 # The kernels are kernel-e2e's x86_64 pair (`kernel-e2e.sh --build-only`),
 # whose one config has what both suites need.  Each boot (one vCPU, TCG)
@@ -28,6 +28,9 @@
 # every verdict, by test name, of each series form with stock's and writes
 # WORK/report.md.
 #
+# --module-tests-only FORM...: in those forms ftracetest runs only its
+# module tests (MODULE_TESTS below), for time: a whole ftracetest run takes
+# most of an hour of TCG.
 # --jobs N boots N guests at once (default 1: every boot has a host core to
 # itself, as the timing-sensitive tests expect); --report-only judges the
 # boots of an earlier run again.
@@ -44,13 +47,18 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-selftests
 forms="stock processed unchecked stripped"
 suites="preload ftrace livepatch probes"
-jobs=1 report_only=0
+jobs=1 report_only=0 subset_forms=
+# The ftracetest cases that load modules (modprobe of the sample modules).
+MODULE_TESTS="test.d/ftrace/func_mod_trace.tc test.d/kprobe/kprobe_module.tc test.d/event/event-mod.tc
+ test.d/event/trace_printk.tc test.d/dynevent/add_remove_fprobe_module.tc
+ test.d/dynevent/add_remove_tprobe_module.tc test.d/direct"
 while [ $# -gt 0 ]; do
     case "$1" in
         --work) work=$2; shift 2;;
         --forms) forms=$2; shift 2;;
         --suites) suites=$2; shift 2;;
         --jobs) jobs=$2; shift 2;;
+        --module-tests-only) subset_forms=$2; shift 2;;
         --report-only) report_only=1; shift;;
         *) arg_error "$1";;
     esac
@@ -153,7 +161,8 @@ boot() { # FORM
     [ "$f" != stock ] || k=stock
     rm -rf "$out"; mkdir -p "$out"
     echo "$k" > "$out/kernel"; echo "$f" > "$out/form"
-    printf 'SUITES="%s"\nPRELOAD=kvm\n' "$suites" > "$out/selftests.conf"
+    printf 'SUITES="%s"\nPRELOAD=kvm\nFTRACE_TESTS="%s"\n' "$suites" \
+        "$(case " $subset_forms " in *" $f "*) echo $MODULE_TESTS;; esac)" > "$out/selftests.conf"
     log "booting the $k kernel with the $f modules ($suites)"
     local adds=() s
     for s in "$tests"/livepatch/test-*.sh "$tests/livepatch/functions.sh"; do

@@ -3,7 +3,8 @@
 # livepatch selftests, and probes on module functions, for
 # scripts/kernel-selftests.sh.  /selftests.conf names the suites to run
 # ("preload ftrace livepatch probes", any of them) and PRELOAD, the module
-# modprobe loads first so that its records are in play during the suites.
+# modprobe loads first so that its records are in play during the suites,
+# and FTRACE_TESTS, the ftracetest cases to run (empty: all).
 # /lib/modules/$(uname -r) is a modprobe tree (modules.dep from depmod).
 #   preload:   "@@ZWM PRELOAD MOD rc=N"
 #   ftrace:    ftracetest's whole output between FTRACETEST-BEGIN/-END
@@ -20,7 +21,8 @@ case " $SUITES " in *" preload "*)
 esac
 case " $SUITES " in *" ftrace "*)
     echo "@@ZWM FTRACETEST-BEGIN"
-    (cd /selftests/ftrace && ./ftracetest -l /tmp/ftrace-logs 2>&1 | cat)
+    # shellcheck disable=SC2086 # FTRACE_TESTS are words (empty: all tests)
+    (cd /selftests/ftrace && ./ftracetest -l /tmp/ftrace-logs $FTRACE_TESTS 2>&1 | cat)
     echo "@@ZWM FTRACETEST-END"
     echo "@@ZWM TIME ftrace $(cut -d' ' -f1 /proc/uptime)";;
 esac
