@@ -158,11 +158,7 @@ if kernel_has stock; then
 fi
 cp "$se/$kvm_path" "$m/tagged-kvm.ko"
 [ "$dep" = - ] || cp "$se/$dep" "$m/series-dep.ko"
-# The link command Kbuild saved, without the hook's ": zero-weak-mcount ..." record.
-link=$(sed -n "s|^savedcmd_$kvm_path := ||p" "$se/$(dirname "$kvm_path")/.kvm.ko.cmd")
-link=${link%%; : zero-weak-mcount*}
-case "$link" in *" -o $kvm_path "*) ;; *) die "unexpected kvm.ko link command: $link";; esac
-(cd "$se" && eval "${link/ -o $kvm_path / -o $m/unchecked-kvm.ko }") || die "relinking kvm.ko failed"
+unhooked "$se" "$kvm_path" "$m/unchecked-kvm.ko"
 
 tag() { modinfo -F mcount "$1"; }
 # scripts/module-common.c's value before the tool runs.

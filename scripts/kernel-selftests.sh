@@ -90,19 +90,6 @@ stage() {
             modules >"$work/klp-$k.log" 2>&1 ||
         { tail -n 20 "$work/klp-$k.log" >&2; die "the livepatch test modules did not build against the $k kernel"; }
 }
-# unchecked OBJ REL OUT: the module REL of the build OBJ as the build made it
-# before the hook ran: relinked from its objects by the saved link command
-# less the hook's record; a module the hook did not touch, as it is.
-unchecked() {
-    local obj=$1 rel=$2 out=$3 link
-    link=$(sed -n "s|^savedcmd_$rel := ||p" "$obj/$(dirname "$rel")/.$(basename "$rel").cmd")
-    case "$link" in
-        *"; : zero-weak-mcount"*)
-            link=${link%%; : zero-weak-mcount*}
-            (cd "$obj" && eval "${link/ -o $rel / -o $out }") || die "relinking $rel failed";;
-        *) cp "$obj/$rel" "$out";;
-    esac
-}
 # form_tree FORM: the series modprobe tree and livepatch test modules in FORM.
 form_tree() {
     local form=$1 t=$work/tree-$1 obj=$e2e/obj-series ko rel u
@@ -112,7 +99,7 @@ form_tree() {
     while read -r ko; do
         rel=${ko#"$t/lib/modules/$kver/kernel/"}
         case "$ko" in */test_modules/*) u=$ko.unchecked; cp "$ko" "$u";;
-            *) u=$ko.unchecked; unchecked "$obj" "$rel" "$u";; esac
+            *) u=$ko.unchecked; unhooked "$obj" "$rel" "$u";; esac
         case "$form" in
             unchecked) mv "$u" "$ko";;
             processed|stripped)

@@ -102,6 +102,13 @@ find_tool() {
 #                           tarball or the series changed (tar keeps the
 #                           archive's mtimes, so an unchanged tree builds
 #                           incrementally)
+#   unhooked OBJ REL OUT    write to OUT the module REL of the build tree OBJ
+#                           as the build made it before the series' Kbuild
+#                           hook ran the tool: relinked from its objects with
+#                           the link command Kbuild saved, less the hook's
+#                           ": zero-weak-mcount ..." record (a module built
+#                           without the tool); a module the hook did not
+#                           touch is copied as it is
 #   install_config NEW OBJ  NEW/.config becomes OBJ/.config unless they are
 #                           the same (so its mtime, and the build, stay);
 #                           NEW is removed
@@ -130,6 +137,18 @@ unpack_tree() {
         (cd "$dir" && git apply "${PATCHES[@]}") || die "the series does not apply"
     fi
     echo "$stamp" > "$dir/.zwm-stamp"
+}
+
+unhooked() {
+    local obj=$1 rel=$2 out=$3 link
+    link=$(sed -n "s|^savedcmd_$rel := ||p" "$obj/$(dirname "$rel")/.$(basename "$rel").cmd")
+    case "$link" in
+        *" -o $rel "*"; : zero-weak-mcount"*) ;;
+        *" -o $rel "*) cp "$obj/$rel" "$out"; return;;
+        *) die "unexpected link command for $rel: $link";;
+    esac
+    link=${link%%; : zero-weak-mcount*}
+    (cd "$obj" && eval "${link/ -o $rel / -o $out }") || die "relinking $rel failed"
 }
 
 install_config() {
