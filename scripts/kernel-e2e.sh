@@ -7,32 +7,26 @@
 #
 # --quick (what .ci/run can always afford, about a minute): the series
 #   applies with `git apply` (no fuzz, no offset slack) to the files it
-#   touches in Debian's linux-source-7.2, and the Kbuild hook it adds is
-#   byte-for-byte Makefile.snippet.  The tag's round trip through the tool
-#   and kmod's modinfo is in `cargo test` (tests/mark.rs).
+#   touches in Debian's linux-source-7.2.
 #
 # Full run, for one arch (a row of ROWS below):
 #   1. build the row's kernels from that source with its config
 #      (scripts/kernel-e2e/config*.sh): x86_64 builds stock and series,
-#      ppc64le (a cross build of most of an hour) the series alone; the
-#      series build runs the tool on every module through the hook, as a
-#      distribution would;
-#   2. collect kvm.ko: stock (no tag; where a stock kernel is built), tagged
-#      (the series build's own, processed by the hook), unchecked (relinked
-#      from the series build's objects without the hook: a module built
-#      without the tool), stripped (tagged, then `strip --strip-unneeded`,
-#      so that its tag no longer matches its symbol count) and forged (the
-#      unchecked one with a tag forged to match its counts, nothing zeroed);
-#      check each tag with kmod's modinfo against scripts/kernel-e2e/counts.py;
-#      the tool run by hand on the unchecked one must give the tagged one
-#      byte for byte; on x86_64, an external module (testdata/zwm_test, M=)
-#      built against the series kernel with and without the tool;
+#      ppc64le (a cross build of most of an hour) the series alone.  The
+#      series changes no config option: the two .config files must be
+#      identical, and so are the modules either build makes;
+#   2. collect kvm.ko (and what it needs first) from one build in four
+#      forms: unchecked (as built), processed (the tool with the build's
+#      config), debug-stripped (`strip --strip-debug` of unchecked, what
+#      INSTALL_MOD_STRIP=1 does) and stripped (`strip --strip-unneeded` of
+#      unchecked: static functions lose their symbols, so more locations
+#      have no symbol to explain them); and build the negative control, the
+#      series kernel with its pass broken (broken.patch: every location
+#      kept), as an incremental rebuild of the series tree;
 #   3. boot under QEMU/TCG with one vCPU (scripts/guest/run.sh, payload
 #      loads.sh), --rounds times, each kernel in turn, loading and unloading
-#      its cases --loads times per boot: stock kernel: stock and tagged
-#      kvm.ko; series kernel: tagged, unchecked and stripped kvm.ko; then the
-#      negative control: forged kvm.ko, which the series kernel must trust
-#      and so WARN on;
+#      every form --loads times per boot; then the broken kernel once with
+#      unchecked kvm.ko, which must show the dead records;
 #   4. scripts/kernel-e2e/report.py judges the boots (see its docstring)
 #      and writes the table to WORK/report.md.
 #
@@ -44,7 +38,8 @@
 # ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e (x86_64) or
 # kernel-e2e-ppc64le.  Builds are incremental.  Environment: ZWM_JOBS (make
 # -j, default nproc+1), ZWM_NICE (niceness of the builds, default 0), ZWM
-# (the tool; default a fresh cargo build --release).
+# (the tool; default a fresh cargo build --release), ZWM_SERIES (the folder
+# of the series' NNNN-*.patch files, default kernel/).
 #
 # Host needs: make gcc flex bison bc libelf-dev libssl-dev git cpio python3
 # kmod, the row's QEMU and cross compiler.  Missing ones are installed with
@@ -108,9 +103,7 @@ rm -rf "$t"; mkdir -p "$t"
 tar -xJf "$TARBALL" -C "$t" --strip-components=1 "${touched[@]/#/linux-source-7.2/}"
 (cd "$t" && git apply --verbose "${PATCHES[@]}" 2>&1 | sed 's/^/  /' >&2) ||
     die "the series does not apply cleanly to Debian's linux-source-7.2"
-cmp "$t/scripts/Makefile.zero-weak-mcount" "$REPO/Makefile.snippet" ||
-    die "kernel/0001 adds a scripts/Makefile.zero-weak-mcount that is not Makefile.snippet: regenerate the series (kernel/README.md)"
-log "series: applies cleanly; its Makefile.zero-weak-mcount is Makefile.snippet"
+log "series: applies cleanly"
 if [ $quick = 1 ]; then
     echo "kernel-e2e: quick: PASS"
     exit 0
@@ -120,114 +113,71 @@ ZWM=$(find_tool "${ZWM:-}") || exit 2
 
 # --- the kernels -------------------------------------------------------------------
 declare -A build_secs
+image=$("$GUEST/run.sh" --image "$arch")
 build() { # NAME
-    local name=$1 src=$work/src-$1 obj=$work/obj-$1 start hook=()
+    local name=$1 src=$work/src-$1 obj=$work/obj-$1 start
     unpack_tree "$src" "$([ "$name" = series ] && echo 1 || echo 0)"
-    [ "$name" != series ] || hook=("ZERO_WEAK_MCOUNT=$ZWM")
     "$HERE/$config" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
     install_config "$obj.config-new" "$obj"
     log "building the $name kernel (make -j$jobs, log in $obj.log)"
     start=$(now)
-    nice -n "${ZWM_NICE:-0}" "${mk[@]}" -C "$src" O="$obj" -j"$jobs" "${hook[@]}" \
-            "$("$GUEST/run.sh" --image "$arch" | xargs basename)" modules >"$obj.log" 2>&1 ||
+    nice -n "${ZWM_NICE:-0}" "${mk[@]}" -C "$src" O="$obj" -j"$jobs" "$(basename "$image")" modules >"$obj.log" 2>&1 ||
         { tail -n 30 "$obj.log" >&2; die "the $name kernel did not build"; }
     build_secs[$name]=$(( $(now) - start ))
     log "$name kernel built in ${build_secs[$name]} s"
 }
 for k in $kernels; do build "$k"; done
-se=$work/obj-series so=$work/obj-stock
-if [ -d "$so" ] && [[ " $kernels " = *" stock "* ]]; then
-    # The series adds BUILDTIME_MCOUNT_ZERO, on by default; nothing else may differ.
-    config_diff=$(diff <(grep -v '^#' "$so/.config" | sort) <(grep -v '^#' "$se/.config" | sort) | grep '^[<>]' || true)
-    [ "$config_diff" = "> CONFIG_BUILDTIME_MCOUNT_ZERO=y
-> CONFIG_HAVE_BUILDTIME_MCOUNT_ZERO=y" ] ||
-        die "the two configs differ in more than CONFIG_BUILDTIME_MCOUNT_ZERO: $config_diff"
-else
-    for o in CONFIG_BUILDTIME_MCOUNT_ZERO=y ${cross:+CONFIG_MPROFILE_KERNEL=y}; do
-        has_line "$o" cat "$se/.config" || die "the series config lacks $o (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
-    done
-fi
-
-# --- kvm.ko four ways, and forged ----------------------------------------------------
-m=$work/modules
-rm -rf "$m"; mkdir -p "$m"
+se=$work/obj-series
 kernel_has() { [[ " $kernels " = *" $1 "* ]]; }
 if kernel_has stock; then
-    cp "$so/$kvm_path" "$m/stock-kvm.ko"
-    [ "$dep" = - ] || cp "$so/$dep" "$m/stock-dep.ko"
+    cmp "$work/obj-stock/.config" "$se/.config" || die "the stock and series configs differ"
+elif [ -n "$cross" ]; then
+    has_line CONFIG_MPROFILE_KERNEL=y cat "$se/.config" ||
+        die "the series config lacks CONFIG_MPROFILE_KERNEL=y (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
 fi
-cp "$se/$kvm_path" "$m/tagged-kvm.ko"
-[ "$dep" = - ] || cp "$se/$dep" "$m/series-dep.ko"
-unhooked "$se" "$kvm_path" "$m/unchecked-kvm.ko"
 
-tag() { modinfo -F mcount "$1"; }
-# scripts/module-common.c's value before the tool runs.
-placeholder=unchecked:--------:--------
-# The tag the kernel accepts: callsite and symbol table entries, counted
-# here from the section headers, independently of the tool.
-bound() { "$HERE/counts.py" "$1"; }
-if kernel_has stock; then
-    [ "$(tag "$m/stock-kvm.ko")" = "" ] || die "stock kvm.ko has an mcount tag"
+# The negative control: the series with its pass broken, an incremental
+# rebuild of the series tree; the series ftrace.c is put back on exit.
+ft=$work/src-series/kernel/trace/ftrace.c
+stamp=$(cat "$ft" "$HERE/broken.patch" "$se/.config" | sha256sum)
+if [ "$(cat "$work/obj-broken.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/obj-broken/$image" ]; then
+    cp "$ft" "$work/ftrace.series.c"
+    restore() { cmp -s "$work/ftrace.series.c" "$ft" || { cp "$work/ftrace.series.c" "$ft"; touch "$ft"; }; }
+    trap restore EXIT
+    patch -s "$ft" "$HERE/broken.patch" || die "broken.patch does not apply to the series' ftrace.c"
+    log "building the broken series kernel (incremental, log in $work/obj-series.broken.log)"
+    "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >"$work/obj-series.broken.log" 2>&1 ||
+        { tail -n 30 "$work/obj-series.broken.log" >&2; die "the broken kernel did not build"; }
+    mkdir -p "$work/obj-broken/$(dirname "$image")"
+    cp "$se/$image" "$work/obj-broken/$image"
+    restore
+    "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >>"$work/obj-series.broken.log" 2>&1 ||
+        die "the series kernel did not build again after the broken one"
+    echo "$stamp" > "$work/obj-broken.stamp"
 fi
-[ "$(tag "$m/tagged-kvm.ko")" = "$(bound "$m/tagged-kvm.ko")" ] ||
-    die "the series build's kvm.ko is not tagged $(bound "$m/tagged-kvm.ko"): $(tag "$m/tagged-kvm.ko")"
-[ "$(tag "$m/unchecked-kvm.ko")" = "$placeholder" ] || die "the relinked kvm.ko is not unchecked"
-if [ "$dep" != - ]; then
-    [ "$(tag "$m/series-dep.ko")" = "$(bound "$m/series-dep.ko")" ] || die "the series build's $(basename "$dep") is not tagged"
-fi
-"$ZWM" -v --kconfig "$se/include/config/auto.conf" -o "$m/by-hand-kvm.ko" "$m/unchecked-kvm.ko" 2>"$m/by-hand.log" ||
-    { cat "$m/by-hand.log" >&2; die "the tool failed on the unchecked kvm.ko"; }
-cmp "$m/by-hand-kvm.ko" "$m/tagged-kvm.ko" || die "the tool by hand and the Kbuild hook disagree on kvm.ko"
-summary=$(tail -n 1 "$m/by-hand.log")
-# Stripped after the hook: static functions lose their symbols, so the tag
-# is stale, and the series kernel must treat the module as untagged.
-"${cross}strip" --strip-unneeded -o "$m/stripped-kvm.ko" "$m/tagged-kvm.ko"
-[ "$(tag "$m/stripped-kvm.ko")" = "$(tag "$m/tagged-kvm.ko")" ] || die "strip changed the tag"
-[ "$(bound "$m/stripped-kvm.ko")" != "$(tag "$m/stripped-kvm.ko")" ] || die "strip left the symbol count as it was"
-# The negative control: the unchecked module with a tag forged to match its
-# counts, nothing zeroed: what trusting a tag that lies would mean.  The
-# series kernel must skip its load-time pass for it and WARN on the stale
-# records; otherwise the boots could not tell a valid tag from none.
-python3 - "$m/unchecked-kvm.ko" "$m/forged-kvm.ko" "$(bound "$m/unchecked-kvm.ko")" <<'PY'
-import sys
-data = open(sys.argv[1], "rb").read()
-old = b"\0mcount=unchecked:--------:--------\0"
-assert data.count(old) == 1
-open(sys.argv[2], "wb").write(data.replace(old, b"\0mcount=" + sys.argv[3].encode() + b"\0" * 4))
-PY
-[ "$(tag "$m/forged-kvm.ko")" = "$(bound "$m/forged-kvm.ko")" ] || die "forging the tag failed"
+
+# --- kvm.ko in four forms --------------------------------------------------------
+# From the stock build where there is one: the series changes no module.
+mb=$work/obj-$(kernel_has stock && echo stock || echo series)
+m=$work/modules
+rm -rf "$m"; mkdir -p "$m"
+cp "$mb/$kvm_path" "$m/unchecked-kvm.ko"
+[ "$dep" = - ] || cp "$mb/$dep" "$m/dep.ko"
+"$ZWM" -v --kconfig "$mb/include/config/auto.conf" -o "$m/processed-kvm.ko" "$m/unchecked-kvm.ko" 2>"$m/tool.log" ||
+    { cat "$m/tool.log" >&2; die "the tool failed on kvm.ko"; }
+summary=$(tail -n 1 "$m/tool.log")
+"${cross}strip" --strip-debug -o "$m/debug-stripped-kvm.ko" "$m/unchecked-kvm.ko"
+"${cross}strip" --strip-unneeded -o "$m/stripped-kvm.ko" "$m/unchecked-kvm.ko"
+cmp -s "$m/processed-kvm.ko" "$m/unchecked-kvm.ko" && die "the tool changed nothing in kvm.ko: nothing to prove"
 "${cross}nm" "$m/unchecked-kvm.ko" > "$m/unchecked-kvm.nm"
-
-# --- an external module (DKMS, out of tree) against the series kernel ---------------
-# It gets the tag and the hook too.  The tool is optional: without it the
-# build warns once and the module stays unchecked; with it, the module
-# comes out zeroed and tagged.
-external=
-if [ "$arch" = x86_64 ]; then
-    ext=$work/external
-    rm -rf "$ext"; cp -r "$REPO/testdata/zwm_test" "$ext"
-    "${mk[@]}" -C "$work/src-series" O="$se" M="$ext" ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount \
-            modules >"$ext.missing.log" 2>&1 ||
-        { tail -n 20 "$ext.missing.log" >&2; die "an external module did not build against the series kernel without the tool"; }
-    warned=$(grep -c "zero-weak-mcount: '/nonexistent/zero-weak-mcount' was not found or did not run" "$ext.missing.log" || true)
-    [ "$warned" = 1 ] || { tail -n 20 "$ext.missing.log" >&2; die "the build without the tool warned $warned times, not once"; }
-    [ "$(tag "$ext/zwm_test.ko")" = "$placeholder" ] || die "the external zwm_test.ko built without the tool is not unchecked"
-    rm -f "$ext/zwm_test.ko"
-    "${mk[@]}" -C "$work/src-series" O="$se" M="$ext" ZERO_WEAK_MCOUNT="$ZWM" modules >"$ext.log" 2>&1 ||
-        { tail -n 20 "$ext.log" >&2; die "the external module did not build with the tool"; }
-    [ "$(tag "$ext/zwm_test.ko")" = "$(bound "$ext/zwm_test.ko")" ] || die "the external zwm_test.ko is not tagged"
-    "$ZWM" --check --kconfig "$se/include/config/auto.conf" "$ext/zwm_test.ko" ||
-        die "the external zwm_test.ko still has entries to zero"
-    external="without the tool the build warns once and zwm_test.ko stays unchecked; with it, zwm_test.ko is zeroed and tagged"
-    log "external module: $external"
-fi
-log "kvm.ko: ${kernels/stock/stock (no tag),} tagged (the hook's), unchecked (relinked), stripped, forged; by hand: $summary"
+log "kvm.ko: unchecked, processed ($summary), debug-stripped, stripped"
 if [ $build_only = 1 ]; then
     log "built; stopping there (--build-only)"
     exit 0
 fi
 
 # --- boots -------------------------------------------------------------------------
+forms="unchecked-kvm processed-kvm debug-stripped-kvm stripped-kvm"
 boot() { # KERNEL OUTDIR LOADS CASE...
     local kernel=$1 out=$2 loads=$3 c cases=() deps=(); shift 3
     rm -rf "$out"; mkdir -p "$out/cases.d"
@@ -236,26 +186,25 @@ boot() { # KERNEL OUTDIR LOADS CASE...
         echo "$c kvm $loads full" >> "$out/cases"
         cases+=(--add "$out/cases.d/$c.ko=cases.d/$c.ko")
     done
-    [ "$dep" = - ] || deps=("$m/$kernel-dep.ko")
+    [ "$dep" = - ] || deps=("$m/dep.ko")
     echo "$kernel" > "$out/kernel"
-    "$GUEST/run.sh" --arch "$arch" --kernel "$work/obj-$kernel/$("$GUEST/run.sh" --image "$arch")" \
+    "$GUEST/run.sh" --arch "$arch" --kernel "$work/obj-$kernel/$image" \
         --out "$out" --mem 1024 --timeout "$boot_timeout" --payload "$GUEST/payload/loads.sh" \
         --add "$out/cases=cases" "${cases[@]}" ${deps[@]+"${deps[@]}"} ||
         log "warning: the guest did not power off in time ($out)"
     log "booted $kernel with $* in $(cat "$out/boot-seconds") s"
 }
-declare -A cases_of=([stock]="stock-kvm tagged-kvm" [series]="tagged-kvm unchecked-kvm stripped-kvm")
 boots=()
 start=$(now)
 for r in $(seq 1 "$rounds"); do
     for k in $kernels; do
         # shellcheck disable=SC2086 # the case names are words on purpose
-        boot "$k" "$work/boots/$r-$k" "$loads" ${cases_of[$k]}
+        boot "$k" "$work/boots/$r-$k" "$loads" $forms
         boots+=("$work/boots/$r-$k")
     done
 done
 boot_secs=$(( $(now) - start ))
-boot series "$work/boots/negative" 1 forged-kvm
+boot broken "$work/boots/negative" 1 unchecked-kvm
 touch "$work/boots/negative/expect-warn"
 boots+=("$work/boots/negative")
 
@@ -263,12 +212,11 @@ boots+=("$work/boots/negative")
     for k in $kernels; do echo -n "The $k kernel built in ${build_secs[$k]} s; "; done
     echo "make -j$jobs, ARCH=$karch${cross:+ CROSS_COMPILE=$cross} ($("${cross}gcc" --version | head -n 1))."
     echo "$(( rounds * $(wc -w <<<"$kernels") )) boots with $loads loads per case took $boot_secs s (plus one for the negative control, $(cat "$work/boots/negative/boot-seconds") s)."
-    echo "The tool on the relinked kvm.ko: $summary"
-    [ -z "$external" ] || echo "An external module (testdata/zwm_test, M=) against the series kernel: $external."
+    echo "The tool on kvm.ko: $summary"
     echo
 } > "$work/header.md"
 rc=0
-python3 "$HERE/report.py" "$work/report.md" "$m/by-hand.log" "$m/unchecked-kvm.nm" "${boots[@]}" || rc=1
+python3 "$HERE/report.py" "$work/report.md" "$m/tool.log" "$m/unchecked-kvm.nm" "${boots[@]}" || rc=1
 cat "$work/header.md" "$work/report.md" > "$work/report.full.md"
 cat "$work/header.md"
 exit $rc

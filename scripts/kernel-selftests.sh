@@ -21,10 +21,10 @@
 #   probes     a kprobe, an fprobe and function_graph on a function of
 #              trace-events-sample, in its processed and unchecked forms.
 # Forms: stock (the stock kernel and its modules as built), and on the
-# series kernel: processed (every module run through the tool, as the
-# series build's hook does), unchecked (built without the tool: relinked
-# from the build's objects without the hook) and stripped (processed, then
-# strip --strip-unneeded).  scripts/kernel-selftests/report.py compares
+# series kernel: unchecked (as built, without the tool; relinked without
+# the hook where a series still has one), processed (every module run
+# through the tool) and stripped (unchecked, then strip --strip-unneeded:
+# static functions lose their symbols).  scripts/kernel-selftests/report.py compares
 # every verdict, by test name, of each series form with stock's and writes
 # WORK/report.md.
 #
@@ -102,11 +102,11 @@ form_tree() {
             *) u=$ko.unchecked; unhooked "$obj" "$rel" "$u";; esac
         case "$form" in
             unchecked) mv "$u" "$ko";;
-            processed|stripped)
+            stripped) strip --strip-unneeded -o "$ko" "$u"; rm -f "$u";;
+            processed)
                 "$ZWM" --kconfig "$obj/include/config/auto.conf" -o "$ko" "$u" 2>>"$t.tool.log" ||
                     die "the tool failed on $rel (see $t.tool.log)"
-                rm -f "$u"
-                [ "$form" = processed ] || strip --strip-unneeded "$ko";;
+                rm -f "$u";;
         esac
     done < <(find "$t/lib/modules/$kver/kernel" "$t/selftests/livepatch/test_modules" -name '*.ko')
 }

@@ -96,7 +96,8 @@ find_tool() {
 #   now                     seconds since the epoch
 #   series_source           set TARBALL (Debian's linux-source-7.2, fetched
 #                           with scripts/fetch-debian-kernel.sh) and PATCHES
-#                           (kernel/*.patch)
+#                           (the NNNN-*.patch files of $ZWM_SERIES, default
+#                           kernel/)
 #   unpack_tree DIR SERIES  DIR holds TARBALL's tree, with the series applied
 #                           when SERIES is 1; unpacked again only when the
 #                           tarball or the series changed (tar keeps the
@@ -119,8 +120,8 @@ series_source() {
     root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
     TARBALL=$root/usr/src/linux-source-7.2.tar.xz
     [ -f "$TARBALL" ] || die "no $TARBALL"
-    mapfile -t PATCHES < <(ls "$REPO"/kernel/*.patch)
-    [ ${#PATCHES[@]} -gt 0 ] || die "no kernel/*.patch"
+    mapfile -t PATCHES < <(ls "${ZWM_SERIES:-$REPO/kernel}"/[0-9][0-9][0-9][0-9]-*.patch)
+    [ ${#PATCHES[@]} -gt 0 ] || die "no ${ZWM_SERIES:-$REPO/kernel}/NNNN-*.patch"
 }
 
 unpack_tree() {
