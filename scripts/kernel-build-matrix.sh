@@ -27,7 +27,7 @@ PROG=kernel-build-matrix DIE_STATUS=2
 
 # name | ARCH | CROSS_COMPILE | base | config changes (scripts/config words) | full link | facts to show
 ROWS="
-x86_64-e2e        x86_64  -                       e2e                -                                                          -        X86_KERNEL_IBT,BUILDTIME_MCOUNT_ZERO
+x86_64-e2e        x86_64  -                       e2e                -                                                          -        X86_KERNEL_IBT,LIVEPATCH
 x86_64-nomodules  x86_64  -                       x86_64_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE,-d,MODULES            vmlinux  MODULES,DYNAMIC_FTRACE
 x86_64-nodynftrace x86_64 -                       x86_64_defconfig   -e,FUNCTION_TRACER,-d,DYNAMIC_FTRACE,-e,MODULES            -        MODULES,DYNAMIC_FTRACE
 x86_64-nokallsyms x86_64  -                       x86_64_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE,-d,KALLSYMS,-d,KPROBES,-d,BPF_SYSCALL,-d,LIVEPATCH  -  KALLSYMS,DYNAMIC_FTRACE
@@ -85,6 +85,10 @@ build() {
         "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
     fi
     install_config "$obj.config-new" "$obj"
+    # The series changes no Kconfig option: both sides configure alike.
+    if [ "$side" = series ] && [ -f "$work/$row-stock/.config" ]; then
+        cmp -s "$work/$row-stock/.config" "$obj/.config" || { log "$row: the stock and series configs differ"; return 1; }
+    fi
     : > "$obj.facts"
     for o in ${facts//,/ }; do
         echo "CONFIG_$o=$(sed -n "s/^CONFIG_$o=//p" "$obj/.config")" >> "$obj.facts"
