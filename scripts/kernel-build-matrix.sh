@@ -62,7 +62,6 @@ install_packages "${MISSING[@]}"
 series_source
 # The objects of the .c files the series changes (new files and host tools aside).
 mapfile -t objects < <(sed -n 's|^--- a/\(.*\)\.c$|\1.o|p' "${PATCHES[@]}" | grep -v '^scripts/' | sort -u)
-locked() { if [ -e /work/kbuild.lock ]; then flock /work/kbuild.lock "$@"; else "$@"; fi; }
 
 # build ROW SIDE: configure, prepare and build into WORK/ROW-SIDE; writes
 # WORK/ROW-SIDE.warnings (one normalised warning a line) and .facts.
@@ -70,19 +69,20 @@ build() {
     local row=$1 side=$2 name karch cross base changes full facts src obj mk o
     read -r name karch cross base changes full facts <<<"$(awk -v n="$row" '$1 == n' <<<"$ROWS")"
     [ "$cross" != - ] || cross=
-    src=$cache/kernel-e2e/src-$side obj=$work/$row-$side
+    # Source trees of its own: kernel-e2e patches its series tree for a while.
+    src=$work/src-$side obj=$work/$row-$side
     unpack_tree "$src" "$([ "$side" = series ] && echo 1 || echo 0)"
     mk=(make -C "$src" O="$obj" ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
     if [ "$base" = e2e ]; then
-        "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
+        locked "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
     else
         mkdir -p "$obj.config-new"
-        "${mk[@]}" O="$obj.config-new" -s "$base" >/dev/null
+        locked "${mk[@]}" O="$obj.config-new" -s "$base" >/dev/null
         if [ "$changes" != - ]; then
             # shellcheck disable=SC2046 # the changes are words on purpose
             "$src/scripts/config" --file "$obj.config-new/.config" $(tr ',' ' ' <<<"$changes")
         fi
-        "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
+        locked "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
     fi
     install_config "$obj.config-new" "$obj"
     # The series changes no Kconfig option: both sides configure alike.

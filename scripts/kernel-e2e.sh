@@ -39,7 +39,8 @@
 # kernel-e2e-ppc64le.  Builds are incremental.  Environment: ZWM_JOBS (make
 # -j, default nproc+1), ZWM_NICE (niceness of the builds, default 0), ZWM
 # (the tool; default a fresh cargo build --release), ZWM_SERIES (the folder
-# of the series' NNNN-*.patch files, default kernel/).
+# of the series' NNNN-*.patch files, default kernel/), ZWM_BUILD_LOCK (a
+# lock file every make of a kernel tree holds, for a shared machine).
 #
 # Host needs: make gcc flex bison bc libelf-dev libssl-dev git cpio python3
 # kmod, the row's QEMU and cross compiler.  Missing ones are installed with
@@ -117,11 +118,11 @@ image=$("$GUEST/run.sh" --image "$arch")
 build() { # NAME
     local name=$1 src=$work/src-$1 obj=$work/obj-$1 start
     unpack_tree "$src" "$([ "$name" = series ] && echo 1 || echo 0)"
-    "$HERE/$config" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
+    locked "$HERE/$config" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
     install_config "$obj.config-new" "$obj"
     log "building the $name kernel (make -j$jobs, log in $obj.log)"
     start=$(now)
-    nice -n "${ZWM_NICE:-0}" "${mk[@]}" -C "$src" O="$obj" -j"$jobs" "$(basename "$image")" modules >"$obj.log" 2>&1 ||
+    locked nice -n "${ZWM_NICE:-0}" "${mk[@]}" -C "$src" O="$obj" -j"$jobs" "$(basename "$image")" modules >"$obj.log" 2>&1 ||
         { tail -n 30 "$obj.log" >&2; die "the $name kernel did not build"; }
     build_secs[$name]=$(( $(now) - start ))
     log "$name kernel built in ${build_secs[$name]} s"
@@ -146,12 +147,12 @@ if [ "$(cat "$work/obj-broken.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$wor
     trap restore EXIT
     patch -s "$ft" "$HERE/broken.patch" || die "broken.patch does not apply to the series' ftrace.c"
     log "building the broken series kernel (incremental, log in $work/obj-series.broken.log)"
-    "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >"$work/obj-series.broken.log" 2>&1 ||
+    locked "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >"$work/obj-series.broken.log" 2>&1 ||
         { tail -n 30 "$work/obj-series.broken.log" >&2; die "the broken kernel did not build"; }
     mkdir -p "$work/obj-broken/$(dirname "$image")"
     cp "$se/$image" "$work/obj-broken/$image"
     restore
-    "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >>"$work/obj-series.broken.log" 2>&1 ||
+    locked "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >>"$work/obj-series.broken.log" 2>&1 ||
         die "the series kernel did not build again after the broken one"
     echo "$stamp" > "$work/obj-broken.stamp"
 fi

@@ -83,10 +83,10 @@ tests=$e2e/src-stock/tools/testing/selftests
 stage() {
     local k=$1 obj=$e2e/obj-$1 s=$work/stage-$1
     rm -rf "$s" "$work/klp-$k"
-    make -C "$e2e/src-$k" O="$obj" INSTALL_MOD_PATH="$s" modules_install >"$s.log" 2>&1 ||
+    locked make -C "$e2e/src-$k" O="$obj" INSTALL_MOD_PATH="$s" modules_install >"$s.log" 2>&1 ||
         { tail -n 20 "$s.log" >&2; die "modules_install of the $k kernel failed"; }
     cp -r "$tests/livepatch/test_modules" "$work/klp-$k"
-    make -C "$e2e/src-$k" O="$obj" M="$work/klp-$k" ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount \
+    locked make -C "$e2e/src-$k" O="$obj" M="$work/klp-$k" \
             modules >"$work/klp-$k.log" 2>&1 ||
         { tail -n 20 "$work/klp-$k.log" >&2; die "the livepatch test modules did not build against the $k kernel"; }
 }

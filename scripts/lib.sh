@@ -110,6 +110,10 @@ find_tool() {
 #                           ": zero-weak-mcount ..." record (a module built
 #                           without the tool); a module the hook did not
 #                           touch is copied as it is
+#   locked CMD...           run CMD holding the lock file $ZWM_BUILD_LOCK
+#                           (flock) when that is set, so that on a shared
+#                           machine one kernel build runs at a time and no
+#                           boot holds the lock; else just run CMD
 #   install_config NEW OBJ  NEW/.config becomes OBJ/.config unless they are
 #                           the same (so its mtime, and the build, stay);
 #                           NEW is removed
@@ -150,6 +154,10 @@ unhooked() {
     esac
     link=${link%%; : zero-weak-mcount*}
     (cd "$obj" && eval "${link/ -o $rel / -o $out }") || die "relinking $rel failed"
+}
+
+locked() {
+    if [ -n "${ZWM_BUILD_LOCK:-}" ]; then flock "$ZWM_BUILD_LOCK" "$@"; else "$@"; fi
 }
 
 install_config() {
