@@ -129,7 +129,14 @@ for f in $forms; do
     for p in processed unchecked; do
         mkdir -p "$t/probes/$p"
         if [ "$f" = stock ]; then
-            cp "$t/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko" "$t/probes/$p/"
+            # The stock build's module, and the tool's output of it.
+            sample=$t/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko
+            if [ $p = processed ]; then
+                "$ZWM" --kconfig "$e2e/obj-stock/include/config/auto.conf" -o "$t/probes/$p/trace-events-sample.ko" "$sample" ||
+                    die "the tool failed on trace-events-sample.ko"
+            else
+                cp "$sample" "$t/probes/$p/"
+            fi
         else
             cp "$work/tree-$p/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko" "$t/probes/$p/" 2>/dev/null ||
                 { rm -rf "$t/probes/$p"; log "probes: no $p form built (add it to --forms)"; }
