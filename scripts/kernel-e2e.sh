@@ -42,8 +42,8 @@
 # of the series' NNNN-*.patch files, default kernel/), ZWM_BUILD_LOCK (a
 # lock file every make of a kernel tree holds, for a shared machine).
 #
-# Host needs: make gcc flex bison bc libelf-dev libssl-dev git cpio python3
-# kmod, the row's QEMU and cross compiler.  Missing ones are installed with
+# Host needs: make patch gcc flex bison bc libelf-dev libssl-dev git cpio
+# python3, the row's QEMU and cross compiler.  Missing ones are installed with
 # apt-get when run as root (.ci/run installs them up front).
 set -euo pipefail
 
@@ -88,7 +88,7 @@ mk=(make ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
 # --- host tools --------------------------------------------------------------------
 # command-or-file  package
 needs=("git git" "python3 python3" "xz xz-utils")
-[ $quick = 1 ] || needs+=("make make" "gcc gcc" "${cross}gcc $cc_pkg" "flex flex" "bison bison" "bc bc"
+[ $quick = 1 ] || needs+=("make make" "patch patch" "gcc gcc" "${cross}gcc $cc_pkg" "flex flex" "bison bison" "bc bc"
     "cpio cpio" "$(awk -v a="$arch" '$1 == a {print $2}' "$GUEST/arches.tsv") $qemu_pkg" "modinfo kmod"
     "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static")
 missing_packages "${needs[@]}"
