@@ -9,7 +9,7 @@ with payload loads.sh
 and a file `kernel` naming the kernel (stock, v1, v2, ours, floor).  For
 every kernel and case it reports the load time (median and interquartile
 range over every load of every boot, from printk timestamps), what ftrace
-itself cost each load (the "ftrace-bench:" lines of bench-time.patch:
+itself cost each load (the "ftrace-bench:" lines of time.patch:
 ftrace_module_init() plus ftrace_module_enable()), the ratio to
 stock and to floor, the module's lines of available_filter_functions (how
 many, how many invalid, and whether its valid lines are exactly stock's
@@ -41,7 +41,7 @@ BENCH = re.compile(r"ftrace-bench: \S+ init_ns=(\d+) enable_ns=(\d+)")
 
 
 def ftrace_ns(dmesg):
-    """{CASE: [ns...]}: what bench-time.patch says ftrace cost each load
+    """{CASE: [ns...]}: what time.patch says ftrace cost each load
     (init + enable), for the case whose "zwm-load CASE I start" came last."""
     out, case = collections.defaultdict(list), None
     for ln in dmesg:
