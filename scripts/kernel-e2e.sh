@@ -21,7 +21,7 @@
 #      INSTALL_MOD_STRIP=1 does) and stripped (`strip --strip-unneeded` of
 #      unchecked: static functions lose their symbols, so more locations
 #      have no symbol to explain them); and build the negative control, the
-#      series kernel with its pass broken (broken.patch: every location
+#      series kernel with its pass broken (kernel-bench/floor.patch: every location
 #      kept), as an incremental rebuild of the series tree;
 #   3. boot under QEMU/TCG with one vCPU (scripts/guest/run.sh, payload
 #      loads.sh), --rounds times, each kernel in turn, loading and unloading
@@ -140,12 +140,12 @@ fi
 # The negative control: the series with its pass broken, an incremental
 # rebuild of the series tree; the series ftrace.c is put back on exit.
 ft=$work/src-series/kernel/trace/ftrace.c
-stamp=$(cat "$ft" "$HERE/broken.patch" "$se/.config" | sha256sum)
+stamp=$(cat "$ft" "$REPO/scripts/kernel-bench/floor.patch" "$se/.config" | sha256sum)
 if [ "$(cat "$work/obj-broken.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/obj-broken/$image" ]; then
     cp "$ft" "$work/ftrace.series.c"
     restore() { cmp -s "$work/ftrace.series.c" "$ft" || { cp "$work/ftrace.series.c" "$ft"; touch "$ft"; }; }
     trap restore EXIT
-    patch -s "$ft" "$HERE/broken.patch" || die "broken.patch does not apply to the series' ftrace.c"
+    patch -s "$ft" "$REPO/scripts/kernel-bench/floor.patch" || die "floor.patch does not apply to the series' ftrace.c"
     log "building the broken series kernel (incremental, log in $work/obj-series.broken.log)"
     locked "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >"$work/obj-series.broken.log" 2>&1 ||
         { tail -n 30 "$work/obj-series.broken.log" >&2; die "the broken kernel did not build"; }
