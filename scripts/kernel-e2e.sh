@@ -115,9 +115,21 @@ ZWM=$(find_tool "${ZWM:-}") || exit 2
 # --- the kernels -------------------------------------------------------------------
 declare -A build_secs
 image=$("$GUEST/run.sh" --image "$arch")
+# The series' ftrace.c, from the tarball and the series: the negative
+# control below patches the tree's for a while, and an interrupted run may
+# have left it so, which the series build must not take for the series.
+ft=$work/src-series/kernel/trace/ftrace.c
+rm -rf "$work/ftrace-tree"; mkdir -p "$work/ftrace-tree/kernel/trace"
+tar -xJf "$TARBALL" -O linux-source-7.2/kernel/trace/ftrace.c > "$work/ftrace-tree/kernel/trace/ftrace.c"
+(cd "$work/ftrace-tree" && git apply --include=kernel/trace/ftrace.c "${PATCHES[@]}") ||
+    die "the series does not apply to ftrace.c"
+cp "$work/ftrace-tree/kernel/trace/ftrace.c" "$work/ftrace.series.c"
 build() { # NAME
     local name=$1 src=$work/src-$1 obj=$work/obj-$1 start
     unpack_tree "$src" "$([ "$name" = series ] && echo 1 || echo 0)"
+    if [ "$name" = series ] && ! cmp -s "$work/ftrace.series.c" "$ft"; then
+        cp "$work/ftrace.series.c" "$ft"
+    fi
     locked "$HERE/$config" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
     install_config "$obj.config-new" "$obj"
     log "building the $name kernel (make -j$jobs, log in $obj.log)"
@@ -139,10 +151,8 @@ fi
 
 # The negative control: the series with its pass broken, an incremental
 # rebuild of the series tree; the series ftrace.c is put back on exit.
-ft=$work/src-series/kernel/trace/ftrace.c
-stamp=$(cat "$ft" "$REPO/scripts/kernel-bench/floor.patch" "$se/.config" | sha256sum)
+stamp=$(cat "$work/ftrace.series.c" "$REPO/scripts/kernel-bench/floor.patch" "$se/.config" | sha256sum)
 if [ "$(cat "$work/obj-broken.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/obj-broken/$image" ]; then
-    cp "$ft" "$work/ftrace.series.c"
     restore() { cmp -s "$work/ftrace.series.c" "$ft" || { cp "$work/ftrace.series.c" "$ft"; touch "$ft"; }; }
     trap restore EXIT
     patch -s "$ft" "$REPO/scripts/kernel-bench/floor.patch" || die "floor.patch does not apply to the series' ftrace.c"
