@@ -32,6 +32,8 @@ import guest  # noqa: E402
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CASE = re.compile(r"^\[(\d+)\](.*?)\s*\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\]\s*$")
+VERDICT = re.compile(r"^\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\]$")
+START = re.compile(r"^\[\d+\][^\[]*?(?=\+ |$)")
 MUST_PASS = ("ftrace - function trace on module", "Kprobe dynamic event - probing module")
 # Kernel-log lines that mean a bug, unlike the WARNINGs some ftrace tests
 # provoke on purpose.
@@ -39,14 +41,19 @@ BUG = ("BUG:", "Oops", "ftrace bug", "ftrace failed", "Kernel panic")
 
 
 def verdicts(con):
-    out = {}
+    out, pending = {}, None
     for ln in con["blocks"].get(("FTRACETEST", None), []):
-        m = CASE.match(ANSI.sub("", ln).strip())
+        ln = ANSI.sub("", ln).strip()
+        # A test's own output (its set -x, a trap) may come between its
+        # "[N] description" and its verdict, which then ends a later line.
+        m = CASE.match(ln) or (pending and VERDICT.match(ln) and CASE.match(pending + "\t" + ln))
         if m:
             name = "ftrace: " + m[2].strip()
             while name in out:       # the same description twice (instances)
                 name += " (again)"
-            out[name] = m[3]
+            out[name], pending = m[3], None
+        elif START.match(ln):
+            pending = START.match(ln)[0]
     for f in guest.marked(con, "LIVEPATCH-RC"):
         rc = f[1].split("=")[1]
         out["livepatch: " + f[0]] = {"0": "PASS", "4": "SKIP"}.get(rc, f"FAIL (exit {rc})")

@@ -53,12 +53,14 @@ case " $SUITES " in *" probes "*)
         [ -d "$d" ] || continue
         f=${d%/}; f=${f##*/}
         insmod $d/trace-events-sample.ko || { echo "@@ZWM PROBE $f insmod hits=0"; continue; }
-        echo 'p:zwm/kp trace_events_sample:simple_thread_func' > $T/kprobe_events
+        # gcc may give it a suffix (.constprop.0): the name ftrace lists.
+        fn=$(grep -o '^simple_thread_func[^ ]*' $T/available_filter_functions | head -n 1)
+        echo "p:zwm/kp trace_events_sample:$fn" > $T/kprobe_events
         echo 1 > $T/events/zwm/kp/enable
         probe $f kprobe
         echo 0 > $T/events/zwm/kp/enable
         echo > $T/kprobe_events
-        echo 'f:zwm/fp simple_thread_func' > $T/dynamic_events
+        echo "f:zwm/fp $fn" > $T/dynamic_events
         echo 1 > $T/events/zwm/fp/enable
         probe $f fprobe
         echo 0 > $T/events/zwm/fp/enable
