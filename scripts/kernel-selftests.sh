@@ -20,12 +20,15 @@
 #              Debian's bash-static, with its test modules in the same form;
 #   probes     a kprobe, an fprobe and function_graph on a function of
 #              trace-events-sample, in its processed and unchecked forms.
-# Forms: stock (the stock kernel and its modules as built), and on the
-# series kernel: unchecked (as built, without the tool; relinked without
+# Forms: stock (the stock kernel and its modules as built), stock-stripped
+# (the same, strip --strip-unneeded: static functions lose their symbols,
+# so the module tests that name one fail, as they must), and on the series
+# kernel: unchecked (as built, without the tool; relinked without
 # the hook where a series still has one), processed (every module run
 # through the tool) and stripped (unchecked, then strip --strip-unneeded:
 # static functions lose their symbols).  scripts/kernel-selftests/report.py compares
-# every verdict, by test name, of each series form with stock's and writes
+# every verdict, by test name, of each series form with stock's (stripped
+# with stock-stripped's) and writes
 # WORK/report.md.
 #
 # --module-tests-only FORM...: in those forms ftracetest runs only its
@@ -45,7 +48,7 @@ PROG=kernel-selftests DIE_STATUS=2
 
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-selftests
-forms="stock processed unchecked stripped"
+forms="stock stock-stripped processed unchecked stripped"
 suites="preload ftrace livepatch probes"
 jobs=1 report_only=0 subset_forms=
 # The ftracetest cases that load modules (modprobe of the sample modules).
@@ -90,12 +93,15 @@ stage() {
             modules >"$work/klp-$k.log" 2>&1 ||
         { tail -n 20 "$work/klp-$k.log" >&2; die "the livepatch test modules did not build against the $k kernel"; }
 }
-# form_tree FORM: the series modprobe tree and livepatch test modules in FORM.
+# form_tree FORM [KERNEL]: KERNEL's (default series) modprobe tree and
+# livepatch test modules in FORM.
 form_tree() {
-    local form=$1 t=$work/tree-$1 obj=$e2e/obj-series ko rel u
-    rm -rf "$t"; cp -a "$work/stage-series" "$t"
+    local form=$1 k=${2:-series} t=$work/tree-$1 ko rel u
+    local obj=$e2e/obj-$k
+    [ "$k" = series ] || t=$work/tree-$k-$form
+    rm -rf "$t"; cp -a "$work/stage-$k" "$t"
     mkdir -p "$t/selftests/livepatch/test_modules"
-    cp "$work"/klp-series/*.ko "$t/selftests/livepatch/test_modules/"
+    cp "$work"/klp-$k/*.ko "$t/selftests/livepatch/test_modules/"
     while read -r ko; do
         rel=${ko#"$t/lib/modules/$kver/kernel/"}
         case "$ko" in */test_modules/*) u=$ko.unchecked; cp "$ko" "$u";;
@@ -117,6 +123,7 @@ for f in $forms; do
         stock) t=$work/tree-stock; rm -rf "$t"; cp -a "$work/stage-stock" "$t"
                mkdir -p "$t/selftests/livepatch/test_modules"
                cp "$work"/klp-stock/*.ko "$t/selftests/livepatch/test_modules/";;
+        stock-stripped) form_tree stripped stock;;
         processed|unchecked|stripped) form_tree "$f";;
         *) die "unknown form $f";;
     esac
@@ -128,7 +135,7 @@ for f in $forms; do
     mkdir -p "$t/probes"
     for p in processed unchecked; do
         mkdir -p "$t/probes/$p"
-        if [ "$f" = stock ]; then
+        if [ "${f%%-*}" = stock ]; then
             # The stock build's module, and the tool's output of it.
             sample=$t/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko
             if [ $p = processed ]; then
@@ -152,7 +159,7 @@ gcc -static -O2 -o "$work/ftrace/poll" "$tests/ftrace/poll.c" || die "building f
 # --- boots -----------------------------------------------------------------------------
 boot() { # FORM
     local f=$1 k=series out=$work/boots/$1
-    [ "$f" != stock ] || k=stock
+    case "$f" in stock*) k=stock;; esac
     rm -rf "$out"; mkdir -p "$out"
     echo "$k" > "$out/kernel"; echo "$f" > "$out/form"
     printf 'SUITES="%s"\nPRELOAD=kvm\nFTRACE_TESTS="%s"\n' "$suites" \
