@@ -84,6 +84,7 @@ def main():
             got = b["v"].get("ftrace: " + name, "missing")
             if ran_ftrace and got != "PASS":
                 fails.append(f"{b['form']}: '{name}' is {got}, not PASS")
+        fails += [f"{b['form']}: {n}: {v}" for n, v in b["v"].items() if n.startswith("probe: ") and v != "PASS"]
         b["bugs"] = [x.strip() for x in con["dmesg"] if any(k in x for k in BUG)] + con["panic"]
     by_form = {b["form"]: b for b in boots}
     names = sorted({n for b in boots for n in b["v"]})
