@@ -2,7 +2,8 @@
 # The commands a developer and CI need (`make check` is what .ci/run runs),
 # and `make install` for packagers.
 .PHONY: all build docs install uninstall demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu \
-	tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf check bench fuzz
+	tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf kernel-selftests \
+	kernel-build-matrix check bench fuzz
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -95,7 +96,18 @@ kernel-e2e: build
 # Not part of check: the series on ppc64le, cross-built with gcc; the build
 # alone takes most of an hour on 2 cores (docs/kernel-e2e.md).
 kernel-e2e-ppc64le: build
-	scripts/kernel-e2e-ppc64le.sh
+	scripts/kernel-e2e.sh --arch ppc64le
+
+# Not part of check: the kernel's own ftrace and livepatch selftests on the
+# stock and series kernels of kernel-e2e, module tests included; about an
+# hour of guest time (docs/kernel-e2e.md, "The kernel's own tests").
+kernel-selftests: build
+	scripts/kernel-selftests.sh
+
+# Not part of check: stock vs series at W=1 on nine configs and five arches,
+# with Debian's cross compilers (docs/kernel-e2e.md, "The build matrix").
+kernel-build-matrix:
+	scripts/kernel-build-matrix.sh
 
 # Not part of check: kvm.ko built with clang against kernels built with
 # clang, x86_64 and ppc64le; each builds a kernel first (docs/e2e.md).

@@ -25,9 +25,15 @@ work=$(mktemp -d /tmp/zwm-adjust-first.XXXXXX)
 log "work folder: $work"
 python3 "$REPO/scripts/e2e/neutralize.py" "$module" "$work/orig.ko" >/dev/null
 python3 "$REPO/scripts/e2e/neutralize.py" "$module" "$work/zeroed.ko" 0 >&2
+# The e2e's boot: the guest runner with its ftrace-report payload, judged
+# by zwm_e2e.py parse (0: loaded, listed and powered off cleanly).
 boot() {
-    "$REPO/scripts/e2e/boot.sh" --arch aarch64 --kernel "$root/boot/vmlinuz-$kver" \
-        --busybox "$root/bin/busybox" --out "$work/$1" "$work/$1.ko"
+    local timed=()
+    "$REPO/scripts/guest/run.sh" --arch aarch64 --kernel "$root/boot/vmlinuz-$kver" \
+        --busybox "$root/bin/busybox" --out "$work/$1" \
+        --payload "$REPO/scripts/guest/payload/ftrace-report.sh" "$work/$1.ko" || timed=(--timed-out)
+    python3 "$REPO/scripts/e2e/zwm_e2e.py" parse "$work/$1/console.log" "$work/$1/report.json" \
+        ${timed[@]+"${timed[@]}"} crc32_generic >&2
 }
 boot orig || die "the module as shipped does not boot cleanly (see $work/orig/console.log)"
 grep -qF -- "@@ZWM SMOKE crc32_generic ok" "$work/orig/console.log" ||

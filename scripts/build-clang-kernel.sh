@@ -6,14 +6,10 @@
 # and lld (LLVM=1), for the clang cases of scripts/e2e.sh: kvm.ko (and
 # irqbypass.ko on x86_64) built by clang against a kernel built by clang.
 #
-#   x86_64   tinyconfig plus what the kernel e2e relies on
-#            (scripts/kernel-e2e/config.sh): modules, dynamic ftrace, IBT
-#            (FTRACE_MCOUNT_MAX_OFFSET 4, the ENDBR adjust), KVM=m with
-#            KVM_INTEL and KVM_AMD; and what the guest needs: 64-bit, SMP,
-#            serial console, initramfs, devtmpfs, ELF and #! binaries, ACPI
-#            (for poweroff).  config.sh's defconfig is about 1600 objects,
-#            over an hour with clang on the shared 2-core machine; this is
-#            about a third of that
+#   x86_64   scripts/kernel-e2e/config.sh, kernel-e2e's own config:
+#            tinyconfig, plus what the guest, kvm.ko (KVM_INTEL, KVM_AMD),
+#            dynamic ftrace with IBT (FTRACE_MCOUNT_MAX_OFFSET 4, the ENDBR
+#            adjust) and the kernel's selftests need
 #   ppc64le  scripts/kernel-e2e/config-ppc64le.sh: pseries guest, KVM=m;
 #            cross-built (ARCH=powerpc; clang is a cross compiler already)
 #
@@ -37,8 +33,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --arch) arch=$2; shift 2;;
         --work) work=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 case "$arch" in
@@ -81,39 +76,7 @@ if [ ! -f "$src/.zwm-stamp" ] || [ "$(cat "$src/.zwm-stamp")" != "$stamp" ]; the
     echo "$stamp" > "$src/.zwm-stamp"
 fi
 mkdir -p "$obj"
-tiny_x86() { # SRC OBJ
-    local o=$2
-    mkdir -p "$o"
-    make -s -C "$1" O="$o" ARCH=x86_64 LLVM="$llvm" tinyconfig >/dev/null
-    "$1/scripts/config" --file "$o/.config" \
-        --enable 64BIT --enable SMP --enable PRINTK --enable PRINTK_TIME --enable EARLY_PRINTK \
-        --enable TTY --enable SERIAL_8250 --enable SERIAL_8250_CONSOLE \
-        --enable BLK_DEV_INITRD --enable DEVTMPFS --enable PROC_FS --enable SYSFS \
-        --enable TMPFS --enable SHMEM --enable BINFMT_ELF --enable BINFMT_SCRIPT \
-        --enable MULTIUSER --enable FUTEX --enable POSIX_TIMERS --enable EPOLL \
-        --enable SIGNALFD --enable TIMERFD --enable EVENTFD --enable AIO --enable FILE_LOCKING \
-        --enable ACPI --enable PCI --enable CPU_SUP_INTEL --enable CPU_SUP_AMD \
-        --enable IA32_FEAT_CTL --enable X86_LOCAL_APIC --enable HIGH_RES_TIMERS \
-        --enable MODULES --enable MODULE_UNLOAD \
-        --enable FTRACE --enable FUNCTION_TRACER --enable DYNAMIC_FTRACE \
-        --enable X86_KERNEL_IBT \
-        --enable VIRTUALIZATION --module KVM --module KVM_INTEL --module KVM_AMD \
-        --enable DEBUG_INFO_NONE --disable WERROR \
-        --set-str LOCALVERSION "" --disable LOCALVERSION_AUTO
-    make -s -C "$1" O="$o" ARCH=x86_64 LLVM="$llvm" olddefconfig >/dev/null
-    local n
-    for n in CONFIG_MODULES=y CONFIG_MODULE_UNLOAD=y CONFIG_FUNCTION_TRACER=y \
-             CONFIG_DYNAMIC_FTRACE=y CONFIG_X86_KERNEL_IBT=y CONFIG_KVM=m CONFIG_KVM_INTEL=m \
-             CONFIG_SERIAL_8250_CONSOLE=y CONFIG_BLK_DEV_INITRD=y CONFIG_DEVTMPFS=y \
-             CONFIG_BINFMT_SCRIPT=y CONFIG_ACPI=y CONFIG_IRQ_BYPASS_MANAGER=m; do
-        has_line "$n" cat "$o/.config" || die "the tiny x86_64 config lacks $n"
-    done
-}
-if [ "$arch" = x86_64 ]; then
-    tiny_x86 "$src" "$obj.config-new"
-else
-    "$REPO/scripts/kernel-e2e/$config" "$src" "$obj.config-new" LLVM="$llvm"
-fi
+"$REPO/scripts/kernel-e2e/${config:-config.sh}" "$src" "$obj.config-new" LLVM="$llvm"
 if ! cmp -s "$obj.config-new/.config" "$obj/.config"; then
     cp "$obj.config-new/.config" "$obj/.config"
 fi

@@ -102,8 +102,7 @@ while [ $# -gt 0 ]; do
         --negative) cases="negative negative-arm64"; shift;;
         --no-negative) cases=$(printf '%s\n' $cases | grep -v '^negative' | tr '\n' ' '); shift;;
         --work) work=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 for c in $cases; do
@@ -128,11 +127,7 @@ HOST_BUSYBOX=/bin/busybox
 # `cargo build --release` (a no-op when it is) so that the sources are tested.
 ZWM=$(find_tool "${ZWM:-}") || exit 1
 
-if [ -z "$work" ]; then
-    work=$(mktemp -d /tmp/zwm-e2e.XXXXXX)
-else
-    mkdir -p "$work"; work=$(cd "$work" && pwd)
-fi
+work=$(work_dir "$work" /tmp/zwm-e2e.XXXXXX) || die "cannot make the work folder"
 log "work folder: $work"
 SUMMARY=$work/summary.tsv
 printf 'case\tvariant\tkernel\tmodule\tmax_offset\tlines_before\tlines_after\tinvalid_before\tinvalid_after\tzeroed\tresult\tboot_s\tdefault_eq_kconfig\n' > "$SUMMARY"
@@ -166,9 +161,27 @@ process() {
 }
 
 # Boot a module set.  boot_set ARCH KERNEL BUSYBOX OUTDIR MODULES...
+# The guest (scripts/guest/run.sh, payload ftrace-report.sh) loads the
+# modules in order and reports what ftrace made of them; OUTDIR/report.json
+# holds the facts.  Returns the classification of zwm_e2e.py parse: 0 ok,
+# 10 an insmod failed, 11 panic/oops, 12 timeout, 13 report incomplete,
+# 2 host error.
 boot_set() {
-    local arch=$1 kernel=$2 bb=$3 out=$4; shift 4
-    "$E2E/boot.sh" --arch "$arch" --kernel "$kernel" --busybox "$bb" --out "$out" "$@"
+    local arch=$1 kernel=$2 bb=$3 out=$4 names=() m rc why timed=(); shift 4
+    for m in "$@"; do names+=("$("${PY[@]}" modname "$m")") || return 2; done
+    "$GUEST/run.sh" --arch "$arch" --kernel "$kernel" --busybox "$bb" --out "$out" \
+        --payload "$GUEST/payload/ftrace-report.sh" "$@"
+    rc=$?
+    case $rc in 0) ;; 12) timed=(--timed-out);; *) return $rc;; esac
+    why=$("${PY[@]}" parse "$out/console.log" "$out/report.json" ${timed[@]+"${timed[@]}"} "${names[@]}")
+    rc=$?
+    log "boot $arch ${names[*]}: $why (qemu rc $(cat "$out/qemu-rc"), $(cat "$out/boot-seconds")s) -> $out"
+    if [ $rc != 0 ]; then
+        log "last console lines:"
+        tail -n 25 "$out/console.log" | sed 's/^/  | /' >&2
+        [ -s "$out/qemu.stderr" ] && sed 's/^/  qemu: /' "$out/qemu.stderr" >&2
+    fi
+    return $rc
 }
 
 # find_in_root ROOT KVER REL... — first existing ROOT/{,usr/}REL (REL may hold
@@ -238,7 +251,7 @@ run_variants() {
         echo "$kernel" > "$cdir/boot-orig/kernel-path"
     fi
     if [ $orc != 0 ]; then
-        FAILURES+=("$case: the ORIGINAL modules do not boot cleanly (boot.sh exit $orc, see $cdir/boot-orig/console.log)")
+        FAILURES+=("$case: the ORIGINAL modules do not boot cleanly (boot exit $orc, see $cdir/boot-orig/console.log)")
         return 1
     fi
     for v in $variants; do
@@ -324,7 +337,7 @@ print("\t".join(str(f.get(k,"?")) for k in ("lines_before","lines_after","invali
             if [ "$verdict" = FAIL ]; then
                 local probs
                 probs=$(python3 -c 'import json,sys; print("; ".join(json.loads(sys.argv[1])["problems"]))' "$res" 2>/dev/null || echo "$res")
-                [ $brc != 0 ] && probs="boot.sh exit $brc ($(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["why"])' "$vdir/boot/report.json" 2>/dev/null)); $probs"
+                [ $brc != 0 ] && probs="boot exit $brc ($(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["why"])' "$vdir/boot/report.json" 2>/dev/null)); $probs"
                 FAILURES+=("$case/$v/$name: $probs")
             fi
             if [ "$v" = zero-extra ]; then

@@ -2,44 +2,48 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # kernel-e2e.sh — prove the kernel half (kernel/*.patch) in real kernels.
 #
-#   scripts/kernel-e2e.sh [--quick] [--build-only] [--work DIR] [--rounds N] [--loads N]
+#   scripts/kernel-e2e.sh [--arch x86_64|ppc64le] [--quick] [--build-only]
+#                         [--work DIR] [--rounds N] [--loads N]
 #
 # --quick (what .ci/run can always afford, about a minute): the series
 #   applies with `git apply` (no fuzz, no offset slack) to the files it
-#   touches in Debian's linux-source-7.2, and the Kbuild hook it adds is
-#   byte-for-byte Makefile.snippet.  The tag's round trip through the tool
-#   and kmod's modinfo is in `cargo test` (tests/mark.rs).
+#   touches in Debian's linux-source-7.2.
 #
-# Full run: all of the above, then
-#   1. build a trimmed x86_64 7.2 kernel twice from that source, stock and
-#      with the series (scripts/kernel-e2e/config.sh; the series build runs
-#      the tool on every module through the hook, as a distribution would);
-#   2. collect kvm.ko four ways: stock (no tag), tagged (the series build's
-#      own, processed by the hook), unchecked (relinked from the series
-#      build's objects without the hook: a module built without the tool)
-#      and stripped (tagged, then `strip --strip-unneeded`, so that its tag
-#      no longer matches its symbol count), and check each one's tag with
-#      kmod's modinfo; the tool run by hand on the unchecked one must give
-#      the tagged one byte for byte;
-#   3. boot each kernel --rounds times under QEMU/TCG with one vCPU,
-#      interleaved, loading and unloading its cases --loads times per boot:
-#      stock kernel: stock and tagged kvm.ko; series kernel: tagged,
-#      unchecked and stripped kvm.ko; then the negative control: the
-#      unchecked kvm.ko with a tag forged to match its counts, which the
-#      series kernel must trust and so WARN on;
+# Full run, for one arch (a row of ROWS below):
+#   1. build the row's kernels from that source with its config
+#      (scripts/kernel-e2e/config*.sh): x86_64 builds stock and series,
+#      ppc64le (a cross build of most of an hour) the series alone.  The
+#      series changes no config option: the two .config files must be
+#      identical, and so are the modules either build makes;
+#   2. collect kvm.ko (and what it needs first) from one build in four
+#      forms: unchecked (as built), processed (the tool with the build's
+#      config), debug-stripped (`strip --strip-debug` of unchecked, what
+#      INSTALL_MOD_STRIP=1 does) and stripped (`strip --strip-unneeded` of
+#      unchecked: static functions lose their symbols, so more locations
+#      have no symbol to explain them); and build the negative control, the
+#      series kernel with its pass broken (kernel-bench/floor.patch: every location
+#      kept), as an incremental rebuild of the series tree;
+#   3. boot under QEMU/TCG with one vCPU (scripts/guest/run.sh, payload
+#      loads.sh), --rounds times, each kernel in turn, loading and unloading
+#      every form --loads times per boot; then the broken kernel once with
+#      unchecked kvm.ko, which must show the dead records;
 #   4. scripts/kernel-e2e/report.py judges the boots (see its docstring)
 #      and writes the table to WORK/report.md.
 #
-# --build-only stops after step 2 (scripts/kernel-bench.sh builds on it).
+# --build-only stops after step 2 (scripts/kernel-bench.sh and
+# scripts/kernel-selftests.sh build on it).
 #
-# Defaults: --rounds 4 --loads 10 (40 timed loads per case), WORK
-# ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e.  Builds are
-# incremental: a second run rebuilds only what changed.  Environment:
-# ZWM_JOBS (make -j, default nproc+1), ZWM (the tool; default a fresh
-# cargo build --release), ZWM_OFFLINE=1 (no package list refresh).
+# Defaults: --arch x86_64, --rounds and --loads from the row (x86_64: 4 and
+# 10, 40 timed loads per case; ppc64le: 1 and 5), WORK
+# ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e (x86_64) or
+# kernel-e2e-ppc64le.  Builds are incremental.  Environment: ZWM_JOBS (make
+# -j, default nproc+1), ZWM_NICE (niceness of the builds, default 0), ZWM
+# (the tool; default a fresh cargo build --release), ZWM_SERIES (the folder
+# of the series' NNNN-*.patch files, default kernel/), ZWM_BUILD_LOCK (a
+# lock file every make of a kernel tree holds, for a shared machine).
 #
-# Host needs: make gcc flex bison bc libelf-dev libssl-dev git cpio python3
-# qemu-system-x86 busybox-static kmod.  Missing ones are installed with
+# Host needs: make patch gcc flex bison bc libelf-dev libssl-dev git cpio
+# python3, the row's QEMU and cross compiler.  Missing ones are installed with
 # apt-get when run as root (.ci/run installs them up front).
 set -euo pipefail
 
@@ -47,230 +51,183 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HERE=$REPO/scripts/kernel-e2e
 PROG=kernel-e2e DIE_STATUS=2
 . "$REPO/scripts/lib.sh"
-now() { date +%s; }
 
-quick=0 build_only=0 rounds=4 loads=10
-work=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-e2e
+# The arches: kernel ARCH, cross prefix, config script, the kernels built,
+# the kvm.ko path, the modules kvm.ko needs first, the default rounds and
+# loads, the boot timeout, and the packages of the compiler and QEMU.
+# ppc64le's kvm.ko needs no irqbypass.ko (IRQ_BYPASS_MANAGER is built in).
+ROWS="
+x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
+ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  series        arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
+"
+arch=x86_64 quick=0 build_only=0 rounds= loads= work=
 while [ $# -gt 0 ]; do
     case "$1" in
+        --arch) arch=$2; shift 2;;
         --quick) quick=1; shift;;
         --build-only) build_only=1; shift;;
         --work) work=$2; shift 2;;
         --rounds) rounds=$2; shift 2;;
         --loads) loads=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
+row=$(awk -v a="$arch" '$1 == a' <<<"$ROWS")
+[ -n "$row" ] || die "unknown arch $arch (x86_64|ppc64le)"
+read -r _ karch cross config kernels kvm_path dep def_rounds def_loads boot_timeout cc_pkg qemu_pkg <<<"$row"
+[ "$cross" != - ] || cross=
+kernels=${kernels//,/ }
+rounds=${rounds:-$def_rounds} loads=${loads:-$def_loads}
+cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
+[ -n "$work" ] || { work=$cache/kernel-e2e; [ "$arch" = x86_64 ] || work=$work-$arch; }
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
+mk=(make ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
 
-# --- host tools: missing Debian packages are installed, as scripts/e2e.sh does ----
+# --- host tools --------------------------------------------------------------------
 # command-or-file  package
 needs=("git git" "python3 python3" "xz xz-utils")
-[ $quick = 1 ] || needs+=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "cpio cpio"
-    "qemu-system-x86_64 qemu-system-x86" "modinfo kmod" "/usr/include/gelf.h libelf-dev"
-    "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static")
+[ $quick = 1 ] || needs+=("make make" "patch patch" "gcc gcc" "${cross}gcc $cc_pkg" "flex flex" "bison bison" "bc bc"
+    "cpio cpio" "$(awk -v a="$arch" '$1 == a {print $2}' "$GUEST/arches.tsv") $qemu_pkg" "modinfo kmod"
+    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static")
 missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
-if [ $quick = 0 ]; then
-    applets=$(/bin/busybox --list 2>/dev/null || true)
-    grep -qx insmod <<<"$applets" || die "/bin/busybox has no insmod (apt-get install busybox-static)"
-fi
 
 # --- the source ------------------------------------------------------------------
-root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
-tarball=$root/usr/src/linux-source-7.2.tar.xz
-[ -f "$tarball" ] || die "no $tarball"
-mapfile -t patches < <(ls "$REPO"/kernel/*.patch)
-[ ${#patches[@]} -gt 0 ] || die "no kernel/*.patch"
-
+series_source
 # The files the series touches, from its diff headers; new files excluded.
-mapfile -t touched < <(sed -n 's|^--- a/||p' "${patches[@]}" | sort -u)
-
-log "series: checking that ${#patches[@]} patches apply to $(basename "$tarball") (${#touched[@]} files)"
+mapfile -t touched < <(sed -n 's|^--- a/||p' "${PATCHES[@]}" | sort -u)
+log "series: checking that ${#PATCHES[@]} patches apply to $(basename "$TARBALL") (${#touched[@]} files)"
 t=$work/apply-check
 rm -rf "$t"; mkdir -p "$t"
-tar -xJf "$tarball" -C "$t" --strip-components=1 "${touched[@]/#/linux-source-7.2/}"
-(cd "$t" && git apply --verbose "${patches[@]}" 2>&1 | sed 's/^/  /' >&2) ||
+tar -xJf "$TARBALL" -C "$t" --strip-components=1 "${touched[@]/#/linux-source-7.2/}"
+(cd "$t" && git apply --verbose "${PATCHES[@]}" 2>&1 | sed 's/^/  /' >&2) ||
     die "the series does not apply cleanly to Debian's linux-source-7.2"
-cmp "$t/scripts/Makefile.zero-weak-mcount" "$REPO/Makefile.snippet" ||
-    die "kernel/0001 adds a scripts/Makefile.zero-weak-mcount that is not Makefile.snippet: regenerate the series (kernel/README.md)"
-log "series: applies cleanly; its Makefile.zero-weak-mcount is Makefile.snippet"
+log "series: applies cleanly"
 if [ $quick = 1 ]; then
     echo "kernel-e2e: quick: PASS"
     exit 0
 fi
 
-# --- the tool --------------------------------------------------------------------
 ZWM=$(find_tool "${ZWM:-}") || exit 2
 
-# --- two kernels -----------------------------------------------------------------
-# A tree is unpacked once per tarball and series; tar keeps the archive's
-# mtimes, so an unchanged tree builds incrementally.
-unpack() { # DIR SERIES(0|1)
-    local dir=$1 series=$2 stamp
-    stamp=$(stat -c '%s %Y' "$tarball")
-    [ "$series" = 0 ] || stamp="$stamp $(cat "${patches[@]}" | sha256sum)"
-    if [ -f "$dir/.zwm-stamp" ] && [ "$(cat "$dir/.zwm-stamp")" = "$stamp" ]; then
-        return
-    fi
-    log "unpacking $(basename "$dir")"
-    rm -rf "$dir"; mkdir -p "$dir"
-    tar -xJf "$tarball" -C "$dir" --strip-components=1
-    if [ "$series" = 1 ]; then
-        (cd "$dir" && git apply "${patches[@]}") || die "the series does not apply"
-    fi
-    echo "$stamp" > "$dir/.zwm-stamp"
-}
-
+# --- the kernels -------------------------------------------------------------------
 declare -A build_secs
-build() { # NAME SERIES
-    local name=$1 series=$2 src=$work/src-$1 obj=$work/obj-$1 start extra=() hook=()
-    unpack "$src" "$series"
-    if [ "$series" = 1 ]; then
-        hook=("ZERO_WEAK_MCOUNT=$ZWM")
+image=$("$GUEST/run.sh" --image "$arch")
+# The series' ftrace.c, from the tarball and the series: the negative
+# control below patches the tree's for a while, and an interrupted run may
+# have left it so, which the series build must not take for the series.
+ft=$work/src-series/kernel/trace/ftrace.c
+rm -rf "$work/ftrace-tree"; mkdir -p "$work/ftrace-tree/kernel/trace"
+tar -xJf "$TARBALL" -O linux-source-7.2/kernel/trace/ftrace.c > "$work/ftrace-tree/kernel/trace/ftrace.c"
+(cd "$work/ftrace-tree" && git apply --include=kernel/trace/ftrace.c "${PATCHES[@]}") ||
+    die "the series does not apply to ftrace.c"
+cp "$work/ftrace-tree/kernel/trace/ftrace.c" "$work/ftrace.series.c"
+build() { # NAME
+    local name=$1 src=$work/src-$1 obj=$work/obj-$1 start
+    unpack_tree "$src" "$([ "$name" = series ] && echo 1 || echo 0)"
+    if [ "$name" = series ] && ! cmp -s "$work/ftrace.series.c" "$ft"; then
+        cp "$work/ftrace.series.c" "$ft"
     fi
-    ZWM_KCONFIG_EXTRA="${extra[*]}" "$HERE/config.sh" "$src" "$obj.config-new"
-    # Keep the old .config (and its mtime) when nothing changed.
-    if ! cmp -s "$obj.config-new/.config" "$obj/.config" 2>/dev/null; then
-        mkdir -p "$obj"; cp "$obj.config-new/.config" "$obj/.config"
-    fi
-    rm -rf "$obj.config-new"
+    locked "$HERE/$config" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
+    install_config "$obj.config-new" "$obj"
     log "building the $name kernel (make -j$jobs, log in $obj.log)"
     start=$(now)
-    make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" "${hook[@]}" bzImage modules >"$obj.log" 2>&1 ||
+    locked nice -n "${ZWM_NICE:-0}" "${mk[@]}" -C "$src" O="$obj" -j"$jobs" "$(basename "$image")" modules >"$obj.log" 2>&1 ||
         { tail -n 30 "$obj.log" >&2; die "the $name kernel did not build"; }
     build_secs[$name]=$(( $(now) - start ))
     log "$name kernel built in ${build_secs[$name]} s"
 }
-build stock 0
-build series 1
-so=$work/obj-stock se=$work/obj-series
-# The series adds BUILDTIME_MCOUNT_ZERO, on by default on x86; nothing
-# else may differ.
-config_diff=$(diff <(grep -v '^#' "$so/.config" | sort) <(grep -v '^#' "$se/.config" | sort) | grep '^[<>]' || true)
-[ "$config_diff" = "> CONFIG_BUILDTIME_MCOUNT_ZERO=y
-> CONFIG_HAVE_BUILDTIME_MCOUNT_ZERO=y" ] ||
-    die "the two configs differ in more than CONFIG_BUILDTIME_MCOUNT_ZERO: $config_diff"
+for k in $kernels; do build "$k"; done
+se=$work/obj-series
+kernel_has() { [[ " $kernels " = *" $1 "* ]]; }
+if kernel_has stock; then
+    cmp "$work/obj-stock/.config" "$se/.config" || die "the stock and series configs differ"
+elif [ -n "$cross" ]; then
+    has_line CONFIG_MPROFILE_KERNEL=y cat "$se/.config" ||
+        die "the series config lacks CONFIG_MPROFILE_KERNEL=y (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
+fi
 
-# --- kvm.ko four ways --------------------------------------------------------------
+# The negative control: the series with its pass broken, an incremental
+# rebuild of the series tree; the series ftrace.c is put back on exit.
+stamp=$(cat "$work/ftrace.series.c" "$REPO/scripts/kernel-bench/floor.patch" "$se/.config" | sha256sum)
+if [ "$(cat "$work/obj-broken.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/obj-broken/$image" ]; then
+    restore() { cmp -s "$work/ftrace.series.c" "$ft" || { cp "$work/ftrace.series.c" "$ft"; touch "$ft"; }; }
+    trap restore EXIT
+    patch -s "$ft" "$REPO/scripts/kernel-bench/floor.patch" || die "floor.patch does not apply to the series' ftrace.c"
+    log "building the broken series kernel (incremental, log in $work/obj-series.broken.log)"
+    locked "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >"$work/obj-series.broken.log" 2>&1 ||
+        { tail -n 30 "$work/obj-series.broken.log" >&2; die "the broken kernel did not build"; }
+    mkdir -p "$work/obj-broken/$(dirname "$image")"
+    cp "$se/$image" "$work/obj-broken/$image"
+    restore
+    locked "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >>"$work/obj-series.broken.log" 2>&1 ||
+        die "the series kernel did not build again after the broken one"
+    echo "$stamp" > "$work/obj-broken.stamp"
+fi
+
+# --- kvm.ko in four forms --------------------------------------------------------
+# From the stock build where there is one: the series changes no module.
+mb=$work/obj-$(kernel_has stock && echo stock || echo series)
 m=$work/modules
 rm -rf "$m"; mkdir -p "$m"
-cp "$so/arch/x86/kvm/kvm.ko" "$m/stock-kvm.ko"
-cp "$so/virt/lib/irqbypass.ko" "$m/stock-irqbypass.ko"
-cp "$se/arch/x86/kvm/kvm.ko" "$m/tagged-kvm.ko"
-cp "$se/virt/lib/irqbypass.ko" "$m/series-irqbypass.ko"
-# The link command Kbuild saved, without the hook's ": zero-weak-mcount ..." record.
-link=$(sed -n 's/^savedcmd_arch\/x86\/kvm\/kvm.ko := //p' "$se/arch/x86/kvm/.kvm.ko.cmd")
-link=${link%%; : zero-weak-mcount*}
-case "$link" in *" -o arch/x86/kvm/kvm.ko "*) ;; *) die "unexpected kvm.ko link command: $link";; esac
-(cd "$se" && eval "${link/ -o arch\/x86\/kvm\/kvm.ko / -o $m/unchecked-kvm.ko }") || die "relinking kvm.ko failed"
-
-tag() { modinfo -F mcount "$1"; }
-# scripts/module-common.c's value before the tool runs.
-placeholder=unchecked:--------:--------
-# The tag the kernel accepts: callsite and symbol table entries, counted
-# here from the section headers, independently of the tool.
-bound() { "$HERE/counts.py" "$1"; }
-[ "$(tag "$m/stock-kvm.ko")" = "" ] || die "stock kvm.ko has an mcount tag"
-[ "$(tag "$m/tagged-kvm.ko")" = "$(bound "$m/tagged-kvm.ko")" ] ||
-    die "the series build's kvm.ko is not tagged $(bound "$m/tagged-kvm.ko"): $(tag "$m/tagged-kvm.ko")"
-[ "$(tag "$m/unchecked-kvm.ko")" = "$placeholder" ] || die "the relinked kvm.ko is not unchecked"
-[ "$(tag "$m/series-irqbypass.ko")" = "$(bound "$m/series-irqbypass.ko")" ] || die "the series build's irqbypass.ko is not tagged"
-"$ZWM" -v --kconfig "$se/include/config/auto.conf" -o "$m/by-hand-kvm.ko" "$m/unchecked-kvm.ko" 2>"$m/by-hand.log" ||
-    { cat "$m/by-hand.log" >&2; die "the tool failed on the unchecked kvm.ko"; }
-cmp "$m/by-hand-kvm.ko" "$m/tagged-kvm.ko" || die "the tool by hand and the Kbuild hook disagree on kvm.ko"
-summary=$(tail -n 1 "$m/by-hand.log")
-# Stripped after the hook: static functions lose their symbols, so the tag
-# is stale, and the series kernel must treat the module as untagged.
-strip --strip-unneeded -o "$m/stripped-kvm.ko" "$m/tagged-kvm.ko"
-[ "$(tag "$m/stripped-kvm.ko")" = "$(tag "$m/tagged-kvm.ko")" ] || die "strip changed the tag"
-[ "$(bound "$m/stripped-kvm.ko")" != "$(tag "$m/stripped-kvm.ko")" ] || die "strip left the symbol count as it was"
-
-# --- an external module (DKMS, out of tree) against the series kernel ---------------
-# It gets the tag and the hook too.  The tool is optional: without it the
-# build warns once and the module stays unchecked; with it, the module
-# comes out zeroed and tagged.
-ext=$work/external
-rm -rf "$ext"; cp -r "$REPO/testdata/zwm_test" "$ext"
-make -C "$work/src-series" O="$se" M="$ext" ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount \
-        modules >"$ext.missing.log" 2>&1 ||
-    { tail -n 20 "$ext.missing.log" >&2; die "an external module did not build against the series kernel without the tool"; }
-warned=$(grep -c "zero-weak-mcount: '/nonexistent/zero-weak-mcount' was not found or did not run" "$ext.missing.log" || true)
-[ "$warned" = 1 ] || { tail -n 20 "$ext.missing.log" >&2; die "the build without the tool warned $warned times, not once"; }
-[ "$(tag "$ext/zwm_test.ko")" = "$placeholder" ] || die "the external zwm_test.ko built without the tool is not unchecked"
-rm -f "$ext/zwm_test.ko"
-make -C "$work/src-series" O="$se" M="$ext" ZERO_WEAK_MCOUNT="$ZWM" modules >"$ext.log" 2>&1 ||
-    { tail -n 20 "$ext.log" >&2; die "the external module did not build with the tool"; }
-[ "$(tag "$ext/zwm_test.ko")" = "$(bound "$ext/zwm_test.ko")" ] || die "the external zwm_test.ko is not tagged"
-"$ZWM" --check --kconfig "$se/include/config/auto.conf" "$ext/zwm_test.ko" ||
-    die "the external zwm_test.ko still has entries to zero"
-external="without the tool the build warns once and zwm_test.ko stays unchecked; with it, zwm_test.ko is zeroed and tagged"
-log "external module: $external"
-
-# The negative control: the unchecked module with a tag forged to match its
-# counts, nothing zeroed: what trusting a tag that lies would mean.  The
-# series kernel must skip its load-time pass for it and WARN on the stale
-# records; otherwise the boots below could not tell a valid tag from none.
-python3 - "$m/unchecked-kvm.ko" "$m/forged-kvm.ko" "$(bound "$m/unchecked-kvm.ko")" <<'PY'
-import sys
-data = open(sys.argv[1], "rb").read()
-old = b"\0mcount=unchecked:--------:--------\0"
-assert data.count(old) == 1
-open(sys.argv[2], "wb").write(data.replace(old, b"\0mcount=" + sys.argv[3].encode() + b"\0" * 4))
-PY
-[ "$(tag "$m/forged-kvm.ko")" = "$(bound "$m/forged-kvm.ko")" ] || die "forging the tag failed"
-log "kvm.ko: stock (no tag), tagged (the hook's), unchecked (relinked), stripped; by hand: $summary"
+cp "$mb/$kvm_path" "$m/unchecked-kvm.ko"
+[ "$dep" = - ] || cp "$mb/$dep" "$m/dep.ko"
+"$ZWM" -v --kconfig "$mb/include/config/auto.conf" -o "$m/processed-kvm.ko" "$m/unchecked-kvm.ko" 2>"$m/tool.log" ||
+    { cat "$m/tool.log" >&2; die "the tool failed on kvm.ko"; }
+summary=$(tail -n 1 "$m/tool.log")
+"${cross}strip" --strip-debug -o "$m/debug-stripped-kvm.ko" "$m/unchecked-kvm.ko"
+"${cross}strip" --strip-unneeded -o "$m/stripped-kvm.ko" "$m/unchecked-kvm.ko"
+cmp -s "$m/processed-kvm.ko" "$m/unchecked-kvm.ko" && die "the tool changed nothing in kvm.ko: nothing to prove"
+"${cross}nm" "$m/unchecked-kvm.ko" > "$m/unchecked-kvm.nm"
+log "kvm.ko: unchecked, processed ($summary), debug-stripped, stripped"
 if [ $build_only = 1 ]; then
     log "built; stopping there (--build-only)"
     exit 0
 fi
 
 # --- boots -------------------------------------------------------------------------
+forms="unchecked-kvm processed-kvm debug-stripped-kvm stripped-kvm"
 boot() { # KERNEL OUTDIR LOADS CASE...
-    local kernel=$1 out=$2 loads=$3 rd; shift 3
-    rd=$out/initrd
-    rm -rf "$out"; mkdir -p "$rd"/{bin,proc,sys,dev,m}
-    cp /bin/busybox "$rd/bin/busybox"
-    ln -s busybox "$rd/bin/sh"
-    cp "$HERE/init" "$rd/init"
-    cp "$m/$kernel-irqbypass.ko" "$rd/m/irqbypass.ko"
-    for c in "$@"; do cp "$m/$c.ko" "$rd/m/$c.ko"; done
-    echo "$loads $*" > "$rd/cases"
+    local kernel=$1 out=$2 loads=$3 c cases=() deps=(); shift 3
+    rm -rf "$out"; mkdir -p "$out/cases.d"
+    for c in "$@"; do
+        cp "$m/$c.ko" "$out/cases.d/"
+        echo "$c kvm $loads full" >> "$out/cases"
+        cases+=(--add "$out/cases.d/$c.ko=cases.d/$c.ko")
+    done
+    [ "$dep" = - ] || deps=("$m/dep.ko")
     echo "$kernel" > "$out/kernel"
-    (cd "$rd" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) > "$out/initrd.cpio"
-    local start
-    start=$(now)
-    timeout -k 5 900 qemu-system-x86_64 -accel tcg -smp 1 -m 1024 -nographic -no-reboot \
-        -kernel "$work/obj-$kernel/arch/x86/boot/bzImage" -initrd "$out/initrd.cpio" \
-        -append "console=ttyS0 panic=-1 loglevel=7 nokaslr" </dev/null >"$out/console.log" 2>"$out/qemu.stderr" ||
-        log "warning: qemu exited with $? ($out)"
-    log "booted $kernel with $* in $(( $(now) - start )) s"
+    "$GUEST/run.sh" --arch "$arch" --kernel "$work/obj-$kernel/$image" \
+        --out "$out" --mem 1024 --timeout "$boot_timeout" --payload "$GUEST/payload/loads.sh" \
+        --add "$out/cases=cases" "${cases[@]}" ${deps[@]+"${deps[@]}"} ||
+        log "warning: the guest did not power off in time ($out)"
+    log "booted $kernel with $* in $(cat "$out/boot-seconds") s"
 }
 boots=()
 start=$(now)
 for r in $(seq 1 "$rounds"); do
-    boot stock "$work/boots/$r-stock" "$loads" stock-kvm tagged-kvm
-    boots+=("$work/boots/$r-stock")
-    boot series "$work/boots/$r-series" "$loads" tagged-kvm unchecked-kvm stripped-kvm
-    boots+=("$work/boots/$r-series")
+    for k in $kernels; do
+        # shellcheck disable=SC2086 # the case names are words on purpose
+        boot "$k" "$work/boots/$r-$k" "$loads" $forms
+        boots+=("$work/boots/$r-$k")
+    done
 done
 boot_secs=$(( $(now) - start ))
-boot series "$work/boots/negative" 1 forged-kvm
+boot broken "$work/boots/negative" 1 unchecked-kvm
 touch "$work/boots/negative/expect-warn"
 boots+=("$work/boots/negative")
 
 {
-    echo "Built in ${build_secs[stock]} s (stock) and ${build_secs[series]} s (series), make -j$jobs;"
-    echo "$(( rounds * 2 )) boots with $loads loads per case each took $boot_secs s (plus one for the negative control)."
-    echo "The tool on the relinked kvm.ko: $summary"
-    echo "An external module (testdata/zwm_test, M=) against the series kernel: $external."
+    for k in $kernels; do echo -n "The $k kernel built in ${build_secs[$k]} s; "; done
+    echo "make -j$jobs, ARCH=$karch${cross:+ CROSS_COMPILE=$cross} ($("${cross}gcc" --version | head -n 1))."
+    echo "$(( rounds * $(wc -w <<<"$kernels") )) boots with $loads loads per case took $boot_secs s (plus one for the negative control, $(cat "$work/boots/negative/boot-seconds") s)."
+    echo "The tool on kvm.ko: $summary"
     echo
 } > "$work/header.md"
 rc=0
-python3 "$HERE/report.py" "$work/report.md" "${boots[@]}" || rc=1
+python3 "$HERE/report.py" "$work/report.md" "$m/tool.log" "$m/unchecked-kvm.nm" "${boots[@]}" || rc=1
 cat "$work/header.md" "$work/report.md" > "$work/report.full.md"
 cat "$work/header.md"
 exit $rc

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # scripts/lib.sh: helpers shared by the top-level scripts (sourced, bash).
+# (The kernel-series helpers are described at their definitions below.)
 #
 # Before sourcing, set PROG (the prefix of every message) and REPO (the
 # checkout); DIE_STATUS is die's exit status (default 1).
@@ -22,8 +23,26 @@
 #                           to date with `cargo build --release`. Call it as
 #                           TOOL=$(find_tool "$x") || exit 1.
 
+# The guest runner (scripts/guest/run.sh and its payloads).
+GUEST=$REPO/scripts/guest
+
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { log "error: $*"; exit "${DIE_STATUS:-1}"; }
+
+# arg_error ARG: for --help, print the script's header comment (from line 2
+# to `set -`) and exit 0; for any other ARG, die naming it.
+arg_error() {
+    case "$1" in
+        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
+    esac
+    die "unknown argument $1 (see --help)"
+}
+
+# work_dir DIR TEMPLATE: print DIR made absolute (created), or a new
+# mktemp -d folder from TEMPLATE when DIR is empty.
+work_dir() {
+    if [ -z "$1" ]; then mktemp -d "$2"; else mkdir -p "$1" && (cd "$1" && pwd); fi
+}
 
 has_line() {
     local pattern=$1 out
@@ -71,4 +90,80 @@ find_tool() {
         [ -x "$tool" ] || die "no tool at $tool (cargo build --release did not make it)"
     fi
     printf '%s\n' "$tool"
+}
+
+# --- the kernel series and its source (kernel-e2e, kernel-bench, kernel-selftests) ---
+#   now                     seconds since the epoch
+#   series_source           set TARBALL (Debian's linux-source-7.2, fetched
+#                           with scripts/fetch-debian-kernel.sh) and PATCHES
+#                           (the NNNN-*.patch files of $ZWM_SERIES, default
+#                           kernel/)
+#   unpack_tree DIR SERIES  DIR holds TARBALL's tree, with the series applied
+#                           when SERIES is 1; unpacked again only when the
+#                           tarball or the series changed (tar keeps the
+#                           archive's mtimes, so an unchanged tree builds
+#                           incrementally)
+#   unhooked OBJ REL OUT    write to OUT the module REL of the build tree OBJ
+#                           as the build made it before the series' Kbuild
+#                           hook ran the tool: relinked from its objects with
+#                           the link command Kbuild saved, less the hook's
+#                           ": zero-weak-mcount ..." record (a module built
+#                           without the tool); a module the hook did not
+#                           touch is copied as it is
+#   locked CMD...           run CMD holding the lock file $ZWM_BUILD_LOCK
+#                           (flock) when that is set, so that on a shared
+#                           machine one kernel build runs at a time and no
+#                           boot holds the lock; else just run CMD
+#   install_config NEW OBJ  NEW/.config becomes OBJ/.config unless they are
+#                           the same (so its mtime, and the build, stay);
+#                           NEW is removed
+now() { date +%s; }
+
+series_source() {
+    local root
+    root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
+    TARBALL=$root/usr/src/linux-source-7.2.tar.xz
+    [ -f "$TARBALL" ] || die "no $TARBALL"
+    mapfile -t PATCHES < <(ls "${ZWM_SERIES:-$REPO/kernel}"/[0-9][0-9][0-9][0-9]-*.patch)
+    [ ${#PATCHES[@]} -gt 0 ] || die "no ${ZWM_SERIES:-$REPO/kernel}/NNNN-*.patch"
+}
+
+unpack_tree() {
+    local dir=$1 series=$2 stamp
+    stamp=$(stat -c '%s %Y' "$TARBALL")
+    [ "$series" = 0 ] || stamp="$stamp $(cat "${PATCHES[@]}" | sha256sum)"
+    if [ -f "$dir/.zwm-stamp" ] && [ "$(cat "$dir/.zwm-stamp")" = "$stamp" ]; then
+        return 0
+    fi
+    log "unpacking $(basename "$dir")"
+    rm -rf "$dir"; mkdir -p "$dir"
+    tar -xJf "$TARBALL" -C "$dir" --strip-components=1
+    if [ "$series" = 1 ]; then
+        (cd "$dir" && git apply "${PATCHES[@]}") || die "the series does not apply"
+    fi
+    echo "$stamp" > "$dir/.zwm-stamp"
+}
+
+unhooked() {
+    local obj=$1 rel=$2 out=$3 link
+    link=$(sed -n "s|^savedcmd_$rel := ||p" "$obj/$(dirname "$rel")/.$(basename "$rel").cmd")
+    case "$link" in
+        *" -o $rel "*"; : zero-weak-mcount"*) ;;
+        *" -o $rel "*) cp "$obj/$rel" "$out"; return;;
+        *) die "unexpected link command for $rel: $link";;
+    esac
+    link=${link%%; : zero-weak-mcount*}
+    (cd "$obj" && eval "${link/ -o $rel / -o $out }") || die "relinking $rel failed"
+}
+
+locked() {
+    if [ -n "${ZWM_BUILD_LOCK:-}" ]; then flock "$ZWM_BUILD_LOCK" "$@"; else "$@"; fi
+}
+
+install_config() {
+    local new=$1 obj=$2
+    if ! cmp -s "$new/.config" "$obj/.config" 2>/dev/null; then
+        mkdir -p "$obj"; cp "$new/.config" "$obj/.config"
+    fi
+    rm -rf "$new"
 }

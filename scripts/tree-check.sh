@@ -49,19 +49,14 @@ while [ $# -gt 0 ]; do
         --work) work=$2; shift 2;;
         --keep) keep=1; shift;;
         -j) jobs=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 
 missing_packages "python3 python3" "xz xz-utils"
 install_packages "${MISSING[@]}"
 ZWM=$(find_tool "${ZWM:-}") || exit 1
-if [ -z "$work" ]; then
-    work=$(mktemp -d /tmp/zwm-trees.XXXXXX)
-else
-    mkdir -p "$work"; work=$(cd "$work" && pwd)
-fi
+work=$(work_dir "$work" /tmp/zwm-trees.XXXXXX) || die "cannot make the work folder"
 log "work folder: $work"
 declare -a FAILURES=()
 ROWS=$work/rows.jsonl

@@ -9,9 +9,9 @@ Subcommands:
   sigstate FILE          print "signed" or "unsigned"
   modname FILE           print the module's name (.modinfo name=)
   parse CONSOLE JSON MOD...
-                         parse a guest console log (markers written by the
-                         /init of boot.sh) into JSON; exit with the boot
-                         classification code (see EXIT_* below)
+                         parse the console log of a scripts/guest/run.sh boot
+                         with payload/ftrace-report.sh into JSON; exit with
+                         the boot classification code (see EXIT_* below)
   zeroed STDERR PATH     print the distances of the entries that the tool's
                          -v stderr says it zeroed in PATH, one per line
   empty-table IN OUT     copy a 64-bit module with its __mcount_loc and that
@@ -35,13 +35,16 @@ Subcommands:
 """
 import collections
 import json
-import lzma
-import gzip
 import re
-import subprocess
 import sys
+from pathlib import Path
 
-# Boot classification (boot.sh exits with these).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+import guest  # noqa: E402
+from guest import (elf_symbols, module_name, read_module, split_lines,  # noqa: E402,F401
+                   strip_signature, SIG_MARKER)
+
+# Boot classification (boot_set in scripts/e2e.sh returns these).
 EXIT_OK = 0
 EXIT_LOAD = 10      # an insmod failed
 EXIT_PANIC = 11     # kernel panic / oops / BUG in the console log
@@ -49,8 +52,6 @@ EXIT_TIMEOUT = 12   # the guest did not power off in time
 EXIT_REPORT = 13    # report missing or incomplete
 EXIT_USAGE = 2
 
-SIG_MARKER = b"~Module signature appended~\n"
-INVALID_RE = re.compile(r"^__ftrace_invalid_address___(\d+) \[")
 BAD_DMESG = ("ftrace bug", "ftrace failed", "WARNING:", "BUG:", "Oops")
 PANIC_RE = re.compile(r"Kernel panic|Oops[:\s]|BUG: |general protection fault|"
                       r"Unable to handle kernel|kernel BUG at")
@@ -61,119 +62,18 @@ def die(msg, code=EXIT_USAGE):
     sys.exit(code)
 
 
-def read_module(path):
-    data = open(path, "rb").read()
-    if data[:6] == b"\xfd7zXZ\x00":
-        data = lzma.decompress(data)
-    elif data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    elif data[:4] == b"\x28\xb5\x2f\xfd":
-        data = subprocess.run(["zstd", "-dc", path], check=True,
-                              capture_output=True).stdout
-    return data
-
-
-def strip_signature(data):
-    """Return (elf_bytes, was_signed). Layout: ELF, PKCS#7 (sig_len),
-    struct module_signature (12 bytes, sig_len big-endian in the last 4),
-    marker (28 bytes)."""
-    if not data.endswith(SIG_MARKER):
-        return data, False
-    info = data[-len(SIG_MARKER) - 12:-len(SIG_MARKER)]
-    sig_len = int.from_bytes(info[8:12], "big")
-    elf_len = len(data) - len(SIG_MARKER) - 12 - sig_len
-    if info[2] != 2 or elf_len <= 0:
-        die("malformed module signature")
-    return data[:elf_len], True
-
-
 def cmd_prep(src, dst):
     data = read_module(src)
-    elf, signed = strip_signature(data)
+    try:
+        elf, signed = strip_signature(data)
+    except ValueError as e:
+        die(f"{src}: {e}")
     if elf[:4] != b"\x7fELF":
         die(f"{src}: not an ELF module after decompression")
     with open(dst, "wb") as f:
         f.write(elf)
     print(f"zwm_e2e: {src} -> {dst} ({len(elf)} bytes"
           f"{', signature stripped' if signed else ''})", file=sys.stderr)
-
-
-def elf_section(data, want):
-    """Return the bytes of section `want` of an ELF image, or None."""
-    import struct
-    if data[:4] != b"\x7fELF":
-        return None
-    cls, end = data[4], data[5]
-    e = "<" if end == 1 else ">"
-    if cls == 2:
-        shoff, = struct.unpack_from(e + "Q", data, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
-    else:
-        shoff, = struct.unpack_from(e + "I", data, 0x20)
-        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x2E)
-
-    def sh(i):
-        o = shoff + i * shentsize
-        if cls == 2:
-            name, _t, _f, _a, off, size = struct.unpack_from(e + "IIQQQQ", data, o)
-        else:
-            name, _t, _f, _a, off, size = struct.unpack_from(e + "IIIIII", data, o)
-        return name, off, size
-
-    _, stroff, _ = sh(shstrndx)
-    for i in range(shnum):
-        name, off, size = sh(i)
-        end_ = data.index(b"\0", stroff + name)
-        if data[stroff + name:end_].decode() == want:
-            return data[off:off + size]
-    return None
-
-
-def module_name(path):
-    """The kernel's name for a module: .modinfo name=, else the file name."""
-    import os
-    mi = elf_section(read_module(path), ".modinfo") or b""
-    for kv in mi.split(b"\0"):
-        if kv.startswith(b"name="):
-            return kv[5:].decode()
-    b = os.path.basename(path)
-    return b.split(".ko")[0].replace("-", "_")
-
-
-def elf_symbols(data):
-    """The symbols of an ELF image: dicts of name, value, size, type and the
-    name of their section (None when not a real section index)."""
-    import struct
-    cls, e = data[4], "<" if data[5] == 1 else ">"
-    if cls == 2:
-        shoff, = struct.unpack_from(e + "Q", data, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
-        hdr = e + "IIQQQQIIQQ"
-    else:
-        shoff, = struct.unpack_from(e + "I", data, 0x20)
-        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x2E)
-        hdr = e + "IIIIIIIIII"
-    secs = [struct.unpack_from(hdr, data, shoff + i * shentsize) for i in range(shnum)]
-
-    def cstr(at):
-        return data[at:data.index(b"\0", at)].decode(errors="replace")
-    names = [cstr(secs[shstrndx][4] + h[0]) for h in secs]
-    out = []
-    for h in secs:
-        if h[1] != 2:   # SHT_SYMTAB
-            continue
-        strs, ent = secs[h[6]][4], h[9]
-        for i in range(1, h[5] // ent):
-            at = h[4] + i * ent
-            if cls == 2:
-                name, info, _o, shndx, value, size = struct.unpack_from(e + "IBBHQQ", data, at)
-            else:
-                name, value, size, info, _o, shndx = struct.unpack_from(e + "IIIBBH", data, at)
-            section = names[shndx] if 0 < shndx < len(names) else None
-            out.append({"name": cstr(strs + name), "value": value, "size": size,
-                        "type": info & 15, "section": section})
-    sizes = {n: h[5] for n, h in zip(names, secs)}
-    return out, sizes
 
 
 def is_mapping_symbol(name):
@@ -406,66 +306,26 @@ def cmd_sigstate(path):
 
 
 def parse_console(text, modules):
-    """Parse the marker protocol printed by the guest /init."""
-    lines = text.replace("\r", "").split("\n")
+    """The facts of one e2e boot (payload/ftrace-report.sh) for JSON."""
+    con = guest.parse(text)
+    blocks = con["blocks"]
+
+    def named(tag, keep):
+        return {name: [x for x in lines if keep(x, name)]
+                for (t, name), lines in blocks.items() if t == tag}
     rep = {
-        "begin": False, "end": False, "insmod": {}, "aff": {}, "smoke": {},
-        "rmmod": {}, "dmesg": [], "panic": [], "tracefs": None,
-        "addrs": {}, "sections": {},
+        "begin": con["begin"], "end": con["end"], "tracefs": con["tracefs"],
+        "insmod": {f[0]: int(f[1].split("=", 1)[1]) for f in guest.marked(con, "INSMOD") if len(f) >= 2},
+        "rmmod": {f[0]: int(f[1].split("=", 1)[1]) for f in guest.marked(con, "RMMOD") if len(f) >= 2},
+        "smoke": {f[0]: {"result": f[1], "detail": " ".join(f[2:])}
+                  for f in guest.marked(con, "SMOKE") if len(f) >= 2},
+        "aff": named("AFF", lambda x, m: x.endswith(f" [{m}]")),
+        "addrs": {m: [[int(x.split()[0], 16), x.split()[1]] for x in lines]
+                  for m, lines in named("ADDRS", lambda x, m: x.endswith(f" [{m}]") and len(x.split()) == 3).items()},
+        "sections": {m: {x.split()[0]: int(x.split()[1], 16) for x in lines}
+                     for m, lines in named("SECTIONS", lambda x, m: len(x.split()) == 2 and x.split()[1].startswith("0x")).items()},
+        "dmesg": con["dmesg"], "panic": con["panic"],
     }
-    section = None
-    name = None
-    for ln in lines:
-        # The console interleaves kernel messages with the init output; the
-        # markers always start a line, but a kernel message may precede them
-        # on the same line in rare cases, so search for the marker.
-        i = ln.find("@@ZWM ")
-        if i >= 0:
-            f = ln[i + 6:].split()
-            if not f:
-                continue
-            tag = f[0]
-            if tag == "BEGIN":
-                rep["begin"] = True
-            elif tag == "END":
-                rep["end"] = True
-            elif tag == "TRACEFS":
-                rep["tracefs"] = f[1] if len(f) > 1 else None
-            elif tag == "INSMOD" and len(f) >= 3:
-                rep["insmod"][f[1]] = int(f[2].split("=", 1)[1])
-            elif tag == "AFF-BEGIN":
-                section, name = "aff", f[1]
-                rep["aff"][name] = []
-            elif tag == "ADDRS-BEGIN":
-                section, name = "addrs", f[1]
-                rep["addrs"][name] = []
-            elif tag == "SECTIONS-BEGIN":
-                section, name = "sections", f[1]
-                rep["sections"][name] = {}
-            elif tag == "DMESG-BEGIN":
-                section = "dmesg"
-            elif tag in ("AFF-END", "ADDRS-END", "SECTIONS-END", "DMESG-END"):
-                section = None
-            elif tag == "SMOKE" and len(f) >= 3:
-                rep["smoke"][f[1]] = {"result": f[2], "detail": " ".join(f[3:])}
-            elif tag == "RMMOD" and len(f) >= 3:
-                rep["rmmod"][f[1]] = int(f[2].split("=", 1)[1])
-            continue
-        if section == "aff":
-            if ln.endswith(f" [{name}]"):
-                rep["aff"][name].append(ln)
-        elif section == "addrs":
-            f = ln.split()
-            if ln.endswith(f" [{name}]") and len(f) == 3:
-                rep["addrs"][name].append([int(f[0], 16), f[1]])
-        elif section == "sections":
-            f = ln.split()
-            if len(f) == 2 and f[1].startswith("0x"):
-                rep["sections"][name][f[0]] = int(f[1], 16)
-        elif section == "dmesg":
-            rep["dmesg"].append(ln)
-        if PANIC_RE.search(ln):
-            rep["panic"].append(ln)
     # Lines with ips stand for the plain list, which the guest then omits.
     for m, recs in rep["addrs"].items():
         rep["aff"].setdefault(m, [f"{name} [{m}]" for _ip, name in recs])
@@ -513,18 +373,6 @@ def zeroed_distances(stderr_path, path=None):
         if m and (path is None or m.group(1) == path):
             out.append(int(m.group(2)))
     return out
-
-
-def split_lines(lines):
-    valid = collections.Counter()
-    invalid = collections.Counter()
-    for ln in lines:
-        m = INVALID_RE.match(ln)
-        if m:
-            invalid[int(m.group(1))] += 1
-        else:
-            valid[ln] += 1
-    return valid, invalid
 
 
 def counter_diff(a, b):

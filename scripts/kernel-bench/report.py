@@ -4,15 +4,18 @@
 
   report.py WORK SIZES.TSV BOOT_DIR...
 
-Each BOOT_DIR holds console.log from one boot of scripts/kernel-bench/init
+Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh
+with payload loads.sh
 and a file `kernel` naming the kernel (stock, v1, v2, ours, floor).  For
 every kernel and case it reports the load time (median and interquartile
-range over every load of every boot, from printk timestamps), the ratio to
+range over every load of every boot, from printk timestamps), what ftrace
+itself cost each load (the "ftrace-bench:" lines of time.patch:
+ftrace_module_init() plus ftrace_module_enable()), the ratio to
 stock and to floor, the module's lines of available_filter_functions (how
 many, how many invalid, and whether its valid lines are exactly stock's
 valid lines for the same module), and whether the boot WARNed or tainted.
 Writes WORK/report.md and WORK/curve.svg (load time against functions, one
-line per kernel, for the unchecked and the tagged generated modules).
+line per kernel, for the unchecked and the processed generated modules).
 
 Expected, and checked (exit 1 otherwise): every insmod and rmmod succeeded;
 stock lists invalid lines for kvm-unchecked (else nothing is measured); v1,
@@ -24,58 +27,53 @@ negative control that the cases really contain weak locations.
 """
 import collections
 import re
-import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+import guest  # noqa: E402
+
 KERNELS = ["stock", "v1", "v2", "ours", "floor"]
 COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "v2": "#2ca02c", "ours": "#1f77b4", "floor": "#7f7f7f"}
-STAMP = re.compile(r"^\[\s*(\d+\.\d+)\] zwm-load (\S+) (\d+) (start|end)$")
-AFF = re.compile(r"^@@ZWM AFF (\S+) lines=(\d+) invalid=(\d+) valid-md5=(\S+)")
-BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")
+
+
+BENCH = re.compile(r"ftrace-bench: \S+ init_ns=(\d+) enable_ns=(\d+)")
+
+
+def ftrace_ns(dmesg):
+    """{CASE: [ns...]}: what time.patch says ftrace cost each load
+    (init + enable), for the case whose "zwm-load CASE I start" came last."""
+    out, case = collections.defaultdict(list), None
+    for ln in dmesg:
+        m = guest.STAMP.match(ln)
+        if m:
+            case = m[2] if m[4] == "start" else None
+            continue
+        b = BENCH.search(ln)
+        if b and case:
+            out[case].append(int(b[1]) + int(b[2]))
+    return out
 
 
 def parse(boot):
-    res = {"kernel": (boot / "kernel").read_text().strip(), "times": collections.defaultdict(list),
-           "aff": {}, "bad": [], "rc": [], "taint": None, "end": False}
-    section, starts = None, {}
-    for line in (boot / "console.log").read_text(errors="replace").replace("\r", "").split("\n"):
-        if line.startswith("@@ZWM ") and line.endswith("-BEGIN"):
-            section = line.split()[1].removesuffix("-BEGIN")
-        elif line.startswith("@@ZWM ") and line.endswith("-END"):
-            section = None
-        elif section == "TIMES":
-            m = STAMP.match(line)
-            if m:
-                t, case, i, what = float(m[1]), m[2], m[3], m[4]
-                if what == "start":
-                    starts[(case, i)] = t
-                elif (case, i) in starts:
-                    res["times"][case].append(1000 * (t - starts.pop((case, i))))
-        elif section == "DMESG":
-            if any(b in line for b in BAD):
-                res["bad"].append(line.strip())
-        elif (m := AFF.match(line)):
-            res["aff"][m[1]] = (int(m[2]), int(m[3]), m[4])
-        elif line.startswith(("@@ZWM INSMOD", "@@ZWM RMMOD")) and not line.endswith("rc=0"):
-            res["rc"].append(line)
-        elif line.startswith("@@ZWM TAINT"):
-            res["taint"] = line.split()[2]
-        elif line == "@@ZWM END":
-            res["end"] = True
-    return res
+    con = guest.read_console(boot)
+    kv = {f[0]: dict(x.split("=", 1) for x in f[1:]) for f in guest.marked(con, "AFF")}
+    return {"kernel": (boot / "kernel").read_text().strip(), "times": guest.load_times(con["dmesg"]),
+            "aff": {c: (int(a["lines"]), int(a["invalid"]), a["valid-md5"]) for c, a in kv.items()},
+            "bad": guest.bad_lines(con["dmesg"]), "ftrace_ns": ftrace_ns(con["dmesg"]),
+            "rc": [" ".join(f) for t in ("INSMOD", "RMMOD") for f in guest.marked(con, t) if f[-1] != "rc=0"],
+            "taint": con["taint"], "end": con["end"]}
 
 
 def stats(ms):
-    q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
-    return statistics.median(ms), q[0], q[2]
+    return guest.summary(ms)[:3]
 
 
 def svg(path, sizes, med):
     """Load time against functions, log-log, one line per kernel."""
     import math
     xs = sorted(sizes)
-    pts = [v for k in KERNELS for kind in ("unchecked", "tagged") for n in xs
+    pts = [v for k in KERNELS for kind in ("unchecked", "processed") for n in xs
            if (v := med.get((k, f"gen{n}-{kind}"))) is not None]
     if not xs or not pts:
         return
@@ -87,7 +85,7 @@ def svg(path, sizes, med):
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
            f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">Module load time under QEMU/TCG '
-           '(median; solid: unchecked module, dashed: tagged)</text>']
+           '(median; solid: unchecked module, dashed: processed)</text>']
     for e in range(ly0, ly1 + 1):
         y = Y(10 ** e)
         out.append(f'<line x1="{L}" y1="{y:.1f}" x2="{W - R}" y2="{y:.1f}" stroke="#ddd"/>')
@@ -99,7 +97,7 @@ def svg(path, sizes, med):
     out.append(f'<text x="{(L + W - R) / 2}" y="{H - 12}" text-anchor="middle">functions in the module '
                '(about 3 symbols each, 1 % weak)</text>')
     for i, k in enumerate(KERNELS):
-        for kind, dash in (("unchecked", ""), ("tagged", ' stroke-dasharray="6 4"')):
+        for kind, dash in (("unchecked", ""), ("processed", ' stroke-dasharray="6 4"')):
             p = [(X(n), Y(v)) for n in xs if (v := med.get((k, f"gen{n}-{kind}"))) is not None]
             if len(p) > 1:
                 d = " ".join(f"{x:.1f},{y:.1f}" for x, y in p)
@@ -117,6 +115,7 @@ def main():
     work, sizes_tsv, dirs = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
     boots = [parse(Path(d)) for d in dirs]
     fails, times, aff, warns = [], collections.defaultdict(list), {}, collections.defaultdict(list)
+    fns = collections.defaultdict(list)
     for b, d in zip(boots, dirs):
         k = b["kernel"]
         if not b["end"]:
@@ -125,6 +124,8 @@ def main():
         warns[k] += b["bad"]
         for case, ms in b["times"].items():
             times[(k, case)] += ms
+        for case, ns in b["ftrace_ns"].items():
+            fns[(k, case)] += ns
         for case, a in b["aff"].items():
             if (k, case) in aff and aff[(k, case)] != a:
                 fails.append(f"{d}: {k}/{case} listed differently than in an earlier boot")
@@ -161,8 +162,9 @@ def main():
     if not (warns["floor"] or (fl and fl[1])):
         fails.append("floor/kvm-unchecked neither WARNed nor listed an invalid line: negative control failed")
 
-    rows = ["| module | kernel | loads | median ms | IQR ms | vs stock | vs floor | lines | invalid | valid = stock's |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| module | kernel | loads | median ms | IQR ms | vs stock | vs floor | ftrace µs (median, IQR) "
+            "| lines | invalid | valid = stock's |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for case in cases:
         for k in KERNELS:
             ms = times.get((k, case))
@@ -173,20 +175,17 @@ def main():
             same = "yes" if a[2] == aff.get(("stock", case), (0, 0, "?"))[2] else "no"
             vs_stock = med[("stock", case)] / m if ("stock", case) in med else float("nan")
             vs_floor = m / med[("floor", case)] if ("floor", case) in med else float("nan")
+            ns = fns.get((k, case))
+            f_us = "-" if not ns else "{:.0f} ({:.0f}-{:.0f})".format(*(x / 1000 for x in stats(ns)))
             rows.append(f"| {case} | {k} | {len(ms)} | {m:.1f} | {q1:.1f}-{q3:.1f} | {vs_stock:.2f}x faster | "
-                        f"{100 * (vs_floor - 1):+.1f} % | {a[0]} | {a[1]} | {same} |")
+                        f"{100 * (vs_floor - 1):+.1f} % | {f_us} | {a[0]} | {a[1]} | {same} |")
     rows += ["", "WARN / taint per kernel: " + "; ".join(
         f"{k}: {len(warns[k])} bad dmesg lines" + (f" ({warns[k][0]})" if warns[k] else "") for k in KERNELS)]
     sizes = [int(re.sub(r"\D", "", c)) for c in cases if c.startswith("gen") and c.endswith("-unchecked")]
     svg(work / "curve.svg", sizes, med)
     header = (work / "header.md").read_text() if (work / "header.md").exists() else ""
     text = header + "\nModule sizes:\n\n```\n" + sizes_tsv.read_text() + "```\n\n" + "\n".join(rows) + "\n"
-    (work / "report.md").write_text(text + "".join(f"\nFAIL: {f}" for f in fails) + "\n")
-    print(text)
-    for f in fails:
-        print(f"FAIL: {f}")
-    print("kernel-bench: " + ("FAIL" if fails else "PASS"))
-    return 1 if fails else 0
+    return guest.verdict(work / "report.md", text, fails, "kernel-bench")
 
 
 if __name__ == "__main__":

@@ -2,129 +2,80 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Judge the kernel e2e boots (scripts/kernel-e2e.sh) and report.
 
-  report.py OUT.md BOOT_DIR...
+  report.py OUT.md TOOL-V.LOG NM BOOT_DIR...
 
-Each BOOT_DIR holds console.log from one boot of scripts/kernel-e2e/init and
-a file `kernel` naming the kernel (stock or series).  Cases are named
-KERNEL/MODULE: stock/stock-kvm, stock/tagged-kvm, series/tagged-kvm,
-series/unchecked-kvm and series/stripped-kvm.  What must hold:
+Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh with
+payload loads.sh, and a file `kernel` naming the kernel (stock, series or
+broken: the series with its pass broken, which keeps every location); the
+one with a file `expect-warn` is the negative control.  Cases are named
+KERNEL/FORM-kvm, FORM one of unchecked (as built), processed (the tool),
+debug-stripped and stripped.  TOOL-V.LOG is the tool's -v stderr on the
+unchecked kvm.ko (the distance of each entry it zeroed), NM is `nm` of it.
 
-  * every insmod and rmmod succeeded, no boot shows WARNING, BUG, Oops or an
-    ftrace bug in dmesg, and the kernels stayed untainted;
-  * stock kernel, stock kvm.ko: the baseline; it has invalid lines (else the
-    proof below would be vacuous);
-  * series kernel, tagged kvm.ko (the tag skips the load-time pass): 0
-    invalid lines, every other line exactly the baseline's, and a lower
-    median load time than the baseline;
-  * series kernel, unchecked kvm.ko (built without the tool: the kernel
-    zeroes its weak locations at load time): the same lines, and a lower
-    median load time than the baseline too;
-  * series kernel, tagged-then-stripped kvm.ko (its tag is stale, so the
-    kernel must fall back to the load-time pass): 0 invalid lines, every
-    line one of the baseline's valid lines, and fewer of them, since its
-    static functions lost their symbols; trusting the stale tag would have
-    listed those as invalid and WARNed;
-  * stock kernel, tagged kvm.ko: loads and shows what series/tagged shows;
-  * the ftrace smoke test enabled every filtered kvm record in every case;
-  * every case was loaded and listed the same way in every boot;
-  * negative control: a BOOT_DIR with a file `expect-warn` loads kvm.ko
-    with a tag forged to match its counts (nothing zeroed) into the series
-    kernel; it must WARN, or the boots above could not tell that a valid
-    tag really skips the load-time pass.
+The reference for a form is stock/FORM where a stock kernel was built
+(x86_64), else broken/unchecked-kvm (ppc64le, no stock build): the broken
+pass keeps a record for every weak location, as stock does.  What must
+hold:
+
+  * every insmod and rmmod succeeded in every boot; no boot but the
+    negative control shows WARNING, BUG, Oops, a call trace or an ftrace bug
+    in dmesg, and those kernels stayed untainted; the ftrace smoke test
+    enabled every filtered kvm record, and every case was listed the same
+    way in every boot;
+  * the weak locations are real: stock/unchecked-kvm (or broken's) lists
+    invalid lines, and their distances are, one for one, the entries the
+    tool zeroed (else the proof would be vacuous, or the tool wrong);
+  * stock/processed-kvm: 0 invalid lines, every other line stock's;
+  * series/FORM, every form: 0 invalid lines, and every other line exactly
+    the reference's valid lines for that form.  Against broken (no stock),
+    stripped is judged by names: fewer lines, each name one broken lists or
+    an alias of one (same address in NM), since a static function that
+    starts at most FTRACE_MCOUNT_MAX_OFFSET bytes after a surviving symbol
+    keeps its record under that symbol's name;
+  * against stock: series/unchecked-kvm and series/processed-kvm load
+    faster (median) than stock does the same form, over 30 or more loads;
+  * negative control: the broken kernel lists the dead records (invalid
+    lines) or WARNs, or the boots could not tell a working pass from none.
 
 Prints the table and writes it to OUT.md; exits 1 if anything fails.
 """
 import collections
-import re
 import statistics
 import sys
 from pathlib import Path
 
-INVALID = "__ftrace_invalid_address___"
-BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")
-# The optional [ T1] is the caller id that PRINTK_CALLER adds (ppc64le's
-# guest config has it).
-STAMP = re.compile(r"^\[\s*(\d+\.\d+)\](?:\[\s*\S+\])? zwm-load (\S+) (\d+) (start|end)$")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
+import guest  # noqa: E402
+from zwm_e2e import zeroed_distances  # noqa: E402
+
+FORMS = ["unchecked-kvm", "processed-kvm", "debug-stripped-kvm", "stripped-kvm"]
 
 
 def parse(boot):
-    kernel = (boot / "kernel").read_text().strip()
-    text = (boot / "console.log").read_text(errors="replace").replace("\r", "")
-    lines = text.split("\n")
-    res = {"kernel": kernel, "insmod": [], "rmmod": [], "aff": {}, "smoke": {},
-           "times": collections.defaultdict(list), "dmesg": [], "end": False,
-           "taint": None}
-    aff = None
-    in_dmesg = False
-    starts = {}
-    for line in lines:
-        if line.startswith("@@ZWM AFF-BEGIN "):
-            aff = line.split()[2]
-            res["aff"][aff] = []
-        elif line.startswith("@@ZWM AFF-END"):
-            aff = None
-        elif aff is not None:
-            res["aff"][aff].append(line)
-        elif line.startswith("@@ZWM INSMOD"):
-            res["insmod"].append(line)
-        elif line.startswith("@@ZWM RMMOD"):
-            res["rmmod"].append(line)
-        elif line.startswith("@@ZWM SMOKE"):
-            _, _, case, filt, enab = line.split()
-            res["smoke"][case] = (int(filt.split("=")[1]), int(enab.split("=")[1]))
-        elif line.startswith("@@ZWM TAINT"):
-            res["taint"] = line.split()[2]
-        elif line == "@@ZWM DMESG-BEGIN":
-            in_dmesg = True
-        elif line == "@@ZWM DMESG-END":
-            in_dmesg = False
-        elif line == "@@ZWM END":
-            res["end"] = True
-        elif in_dmesg:
-            res["dmesg"].append(line)
-            m = STAMP.match(line)
-            if m:
-                t, case, i, what = float(m[1]), m[2], m[3], m[4]
-                if what == "start":
-                    starts[(case, i)] = t
-                elif (case, i) in starts:
-                    res["times"][case].append(1000 * (t - starts.pop((case, i))))
-    return res
+    con = guest.read_console(boot)
+    return {"kernel": (boot / "kernel").read_text().strip(), "dir": boot,
+            "warn": (boot / "expect-warn").exists(),
+            "rc": [f for tag in ("INSMOD", "RMMOD") for f in guest.marked(con, tag) if f[-1] != "rc=0"],
+            "aff": {name: lines for (t, name), lines in con["blocks"].items() if t == "AFF"},
+            "smoke": {f[0]: tuple(int(x.split("=")[1]) for x in f[1:3]) for f in guest.marked(con, "SMOKE")},
+            "times": guest.load_times(con["dmesg"]), "dmesg": con["dmesg"],
+            "end": con["end"], "taint": con["taint"]}
 
 
-def summary(ms):
-    q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
-    return statistics.median(ms), q[0], q[2], min(ms), max(ms)
-
-
-def main():
-    out = Path(sys.argv[1])
-    dirs = [d for d in sys.argv[2:] if not (Path(d) / "expect-warn").exists()]
-    negative = [d for d in sys.argv[2:] if (Path(d) / "expect-warn").exists()]
-    boots = [parse(Path(d)) for d in dirs]
-    fails = []
-    control = []
-    for d in negative:
-        warns = [x.strip() for x in parse(Path(d))["dmesg"] if "WARNING:" in x]
-        if warns:
-            control.append(f"negative control ({d}): the forged tag made the series kernel WARN: {warns[0]}")
-        else:
-            fails.append(f"negative control ({d}): kvm.ko with a forged mcount= tag raised no WARN")
-    aff = {}
-    times = collections.defaultdict(list)
-    smoke = {}
-    for b, d in zip(boots, dirs):
-        where = f"{d} ({b['kernel']})"
+def judge_boots(boots, fails):
+    """The checks every boot must pass; returns the listings, load times and
+    smoke counts by KERNEL/CASE."""
+    aff, times, smoke = {}, collections.defaultdict(list), {}
+    for b in boots:
+        where = f"{b['dir']} ({b['kernel']})"
         if not b["end"]:
             fails.append(f"{where}: the guest did not finish")
-        for line in b["insmod"] + b["rmmod"]:
-            if not line.endswith("rc=0"):
-                fails.append(f"{where}: {line}")
-        for line in b["dmesg"]:
-            if any(x in line for x in BAD):
-                fails.append(f"{where}: dmesg: {line.strip()}")
-        if b["taint"] != "0":
-            fails.append(f"{where}: kernel tainted ({b['taint']})")
+        fails += [f"{where}: {' '.join(f)}" for f in b["rc"]]
+        if not b["warn"]:
+            fails += [f"{where}: dmesg: {x}" for x in guest.bad_lines(b["dmesg"])]
+            if b["taint"] != "0":
+                fails.append(f"{where}: kernel tainted ({b['taint']})")
         for case, lines in b["aff"].items():
             key = f"{b['kernel']}/{case}"
             if key in aff and sorted(aff[key]) != sorted(lines):
@@ -133,80 +84,102 @@ def main():
         for case, (n, e) in b["smoke"].items():
             key = f"{b['kernel']}/{case}"
             smoke.setdefault(key, (n, e))
-            if n == 0 or n != e:
+            if not b["warn"] and (n == 0 or n != e):
                 fails.append(f"{where}: {key}: smoke test filtered {n} records, enabled {e}")
         for case, ms in b["times"].items():
             times[f"{b['kernel']}/{case}"].extend(ms)
+    return aff, times, smoke
 
-    base_key, tagged_key, unchecked_key = "stock/stock-kvm", "series/tagged-kvm", "series/unchecked-kvm"
-    stripped_key = "series/stripped-kvm"
-    want = [base_key, "stock/tagged-kvm", tagged_key, unchecked_key, stripped_key]
-    for key in want:
-        if key not in aff:
-            fails.append(f"{key}: no available_filter_functions listing")
-        if len(times.get(key, [])) == 0:
-            fails.append(f"{key}: no timed loads")
 
-    def invalid(lines):
-        return [x for x in lines if x.startswith(INVALID)]
+def by_names(lines, ref, nm):
+    """stripped against broken's listing: (ok, what it means, failures)."""
+    v, i = guest.split_lines(lines)
+    rv, _ = guest.split_lines(ref)
+    addr = {f[2]: int(f[0], 16) for f in (x.split() for x in nm.read_text().splitlines()) if len(f) == 3}
+    known, names = {x.split()[0] for x in rv}, {x.split()[0] for x in v}
+    aliases = {x for x in names - known if x in addr and any(addr.get(k) == addr[x] for k in known)}
+    strangers = sorted(names - known - aliases)
+    return (not i and not strangers and sum(v.values()) < sum(rv.values()),
+            "0 invalid, fewer lines, each name one of broken's or an alias of one"
+            + (f" ({', '.join(sorted(aliases))})" if aliases else ""),
+            [f"series/stripped-kvm: names neither listed by broken nor aliases: {strangers}"] if strangers else [])
 
-    def valid(lines):
-        return collections.Counter(x for x in lines if not x.startswith(INVALID))
 
+def judge_lines(aff, stock, zeroed, nm, fails, warned):
+    """The listing rows: (case, lines, invalid, expected, holds)."""
+    ref_key = "stock/unchecked-kvm" if stock else "broken/unchecked-kvm"
     rows = []
-    if all(k in aff for k in want):
-        base = aff[base_key]
-        if not invalid(base):
-            fails.append(f"{base_key}: no invalid lines, so the comparison proves nothing")
-        for key in want:
-            lines = aff[key]
-            if key == base_key:
-                ok = True
-                expect = "the baseline"
-            elif key == stripped_key:
-                ok = (not invalid(lines) and not (collections.Counter(lines) - valid(base))
-                      and len(lines) < sum(valid(base).values()))
-                expect = "0 invalid, fewer lines, each one of stock/stock-kvm's valid lines"
-            else:
-                ok = not invalid(lines) and valid(lines) == valid(base)
-                expect = "0 invalid, every other line identical to stock/stock-kvm"
-            if not ok:
-                fails.append(f"{key}: lines are not {expect} "
-                             f"({len(lines)} lines, {len(invalid(lines))} invalid)")
-            rows.append((key, len(lines), len(invalid(lines)), expect, ok))
-
-    report = ["| kernel / kvm.ko | lines | invalid | expected | holds |",
-              "|---|---|---|---|---|"]
-    for key, n, inv, expect, ok in rows:
-        report.append(f"| {key} | {n} | {inv} | {expect} | {'yes' if ok else 'NO'} |")
-    report += ["", "| kernel / kvm.ko | loads | median ms | IQR ms | min-max ms |",
-               "|---|---|---|---|---|"]
-    for key in want:
-        ms = times.get(key, [])
-        if ms:
-            med, q1, q3, lo, hi = summary(ms)
-            report.append(f"| {key} | {len(ms)} | {med:.1f} | {q1:.1f}-{q3:.1f} | {lo:.1f}-{hi:.1f} |")
-    for key in (tagged_key, unchecked_key):
-        if not (times.get(base_key) and times.get(key)):
+    base = aff.get(ref_key)
+    if base is None:
+        fails.append(f"{ref_key}: no available_filter_functions listing")
+        return rows
+    _, bi = guest.split_lines(base)
+    ok = bool(bi) and bi == zeroed
+    if not bi:
+        fails.append(f"{ref_key}: no invalid lines, so the comparison proves nothing")
+    elif bi != zeroed:
+        fails.append(f"{ref_key}: invalid distances {sorted(bi.elements())} are not the tool's "
+                     f"zeroed {sorted(zeroed.elements())}")
+    rows.append((ref_key, len(base), sum(bi.values()), "invalid lines = the tool's zeroed entries", ok))
+    cases = ([("stock/processed-kvm", ref_key)] if stock else []) + \
+        [(f"series/{f}", f"stock/{f}" if stock else ref_key) for f in FORMS]
+    for key, against in cases:
+        lines, ref = aff.get(key), aff.get(against)
+        if lines is None or ref is None:
+            fails.append(f"{key}: no listing for it or for {against}")
             continue
-        b, s = statistics.median(times[base_key]), statistics.median(times[key])
-        report += ["", f"Load time, stock kernel + stock kvm.ko -> {key.replace('/', ' kernel + ')}.ko: "
-                   f"median {b:.1f} ms -> {s:.1f} ms ({b / s:.2f}x faster, {b - s:.1f} ms saved per load)."]
+        v, i = guest.split_lines(lines)
+        if not stock and key == "series/stripped-kvm":
+            ok, expect, why = by_names(lines, ref, nm)
+            fails += why
+        else:
+            ok = not i and v == guest.split_lines(ref)[0]
+            expect = f"0 invalid, every other line {against}'s"
+        if not ok:
+            fails.append(f"{key}: lines are not {expect} ({len(lines)} lines, {sum(i.values())} invalid)")
+        rows.append((key, len(lines), sum(i.values()), expect, ok))
+    neg = aff.get("broken/unchecked-kvm")
+    caught = bool(neg and guest.split_lines(neg)[1]) or warned
+    if not caught:
+        fails.append("negative control: the broken pass listed no dead record and raised no WARN")
+    return rows
+
+
+def main():
+    out, tool_log, nm = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    boots = [parse(Path(d)) for d in sys.argv[4:]]
+    fails = []
+    aff, times, smoke = judge_boots(boots, fails)
+    warns = [x.strip() for b in boots if b["warn"] for x in b["dmesg"] if "WARNING:" in x]
+    stock = any(b["kernel"] == "stock" for b in boots)
+    zeroed = collections.Counter(zeroed_distances(tool_log))
+    rows = judge_lines(aff, stock, zeroed, nm, fails, bool(warns))
+    report = ["| kernel / kvm.ko | lines | invalid | expected | holds |", "|---|---|---|---|---|"]
+    report += [f"| {k} | {n} | {inv} | {e} | {'yes' if ok else 'NO'} |" for k, n, inv, e, ok in rows]
+    report += ["", "| kernel / kvm.ko | loads | median ms | IQR ms | min-max ms |", "|---|---|---|---|---|"]
+    for key in sorted(times):
+        med, q1, q3, lo, hi = guest.summary(times[key])
+        report.append(f"| {key} | {len(times[key])} | {med:.1f} | {q1:.1f}-{q3:.1f} | {lo:.1f}-{hi:.1f} |")
+    for form in ("unchecked-kvm", "processed-kvm") if stock else ():
+        b_ms, s_ms = times.get(f"stock/{form}", []), times.get(f"series/{form}", [])
+        if not (b_ms and s_ms):
+            fails.append(f"{form}: no timed loads on one of the kernels")
+            continue
+        b, s = statistics.median(b_ms), statistics.median(s_ms)
+        report += ["", f"Load time of {form}.ko, stock -> series kernel: median {b:.1f} ms -> {s:.1f} ms "
+                   f"({b / s:.2f}x faster, {b - s:.1f} ms saved per load)."]
         if not s < b:
-            fails.append(f"{key} median {s:.1f} ms is not below {base_key} {b:.1f} ms")
-        for k in (base_key, key):
-            if len(times[k]) < 30:
-                fails.append(f"{k}: only {len(times[k])} timed loads (want >= 30)")
+            fails.append(f"series/{form} median {s:.1f} ms is not below stock's {b:.1f} ms")
+        for k, ms in ((f"stock/{form}", b_ms), (f"series/{form}", s_ms)):
+            if len(ms) < 30:
+                fails.append(f"{k}: only {len(ms)} timed loads (want >= 30)")
+    neg = aff.get("broken/unchecked-kvm", [])
     report += ["", f"{len(boots)} boots; smoke test (filtered = enabled records): " +
-               ", ".join(f"{k} {n}" for k, (n, _) in sorted(smoke.items()))]
-    report += [""] + control
-    text = "\n".join(report) + "\n"
-    out.write_text(text + ("".join(f"\nFAIL: {f}" for f in fails) + "\n" if fails else ""))
-    print(text)
-    for f in fails:
-        print(f"FAIL: {f}")
-    print("kernel-e2e: " + ("FAIL" if fails else "PASS"))
-    return 1 if fails else 0
+               ", ".join(f"{k} {n}" for k, (n, _) in sorted(smoke.items())),
+               f"tool zeroed {sum(zeroed.values())} entries at distances {sorted(zeroed.elements())}",
+               f"negative control (broken pass): {sum(guest.split_lines(neg)[1].values())} invalid lines"
+               + (f"; WARN: {warns[0]}" if warns else "; no WARN")]
+    return guest.verdict(out, "\n".join(report) + "\n", fails, "kernel-e2e")
 
 
 if __name__ == "__main__":

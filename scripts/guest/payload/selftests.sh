@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Payload (scripts/guest/init sources it): the kernel's own ftrace and
+# livepatch selftests, and probes on module functions, for
+# scripts/kernel-selftests.sh.  /selftests.conf names the suites to run
+# ("preload ftrace livepatch probes", any of them) and PRELOAD, the module
+# modprobe loads first so that its records are in play during the suites,
+# and FTRACE_TESTS, the ftracetest cases to run (empty: all).
+# /lib/modules/$(uname -r) is a modprobe tree (modules.dep from depmod).
+#   preload:   "@@ZWM PRELOAD MOD rc=N"
+#   ftrace:    ftracetest's whole output between FTRACETEST-BEGIN/-END
+#   livepatch: each test-*.sh's output in a LIVEPATCH block named after
+#              it, then "@@ZWM LIVEPATCH-RC NAME rc=N" (4: skipped)
+#   probes:    for each module form in /probes/FORM/: a kprobe, an fprobe
+#              and the function_graph tracer on trace-events-sample's
+#              simple_thread_func (its kthread calls it every second):
+#              "@@ZWM PROBE FORM KIND hits=N"
+. /selftests.conf
+# The livepatch tests need debugfs (dynamic debug, kprobes) and a build
+# folder to exist; the console gets only emergencies, so that no kernel
+# message splits a verdict line (the suites read the kernel log themselves).
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mkdir -p /lib/modules/$(uname -r)/build
+echo 1 > /proc/sys/kernel/printk
+case " $SUITES " in *" preload "*)
+    modprobe $PRELOAD; echo "@@ZWM PRELOAD $PRELOAD rc=$?";;
+esac
+case " $SUITES " in *" ftrace "*)
+    echo "@@ZWM FTRACETEST-BEGIN"
+    # shellcheck disable=SC2086 # FTRACE_TESTS are words (empty: all tests)
+    (cd /selftests/ftrace && ./ftracetest -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1)
+    cat /tmp/ftracetest.out
+    echo "@@ZWM FTRACETEST-END"
+    echo "@@ZWM TIME ftrace $(cut -d' ' -f1 /proc/uptime)";;
+esac
+case " $SUITES " in *" livepatch "*)
+    for t in /selftests/livepatch/test-*.sh; do
+        n=${t##*/}
+        echo "@@ZWM LIVEPATCH-BEGIN $n"
+        (cd /selftests/livepatch && /bin/bash ./$n 2>&1)
+        rc=$?
+        echo "@@ZWM LIVEPATCH-END $n"
+        echo "@@ZWM LIVEPATCH-RC $n rc=$rc"
+    done
+    echo "@@ZWM TIME livepatch $(cut -d' ' -f1 /proc/uptime)";;
+esac
+probe() { # FORM KIND: enable what the caller set up, count its hits
+    echo > $T/trace
+    sleep 3
+    echo "@@ZWM PROBE $1 $2 hits=$(grep -c simple_thread_func $T/trace)"
+}
+case " $SUITES " in *" probes "*)
+    for d in /probes/*/; do
+        [ -d "$d" ] || continue
+        f=${d%/}; f=${f##*/}
+        insmod $d/trace-events-sample.ko || { echo "@@ZWM PROBE $f insmod hits=0"; continue; }
+        # gcc may give it a suffix (.constprop.0): the name ftrace lists.
+        fn=$(grep -o '^simple_thread_func[^ ]*' $T/available_filter_functions | head -n 1)
+        echo "p:zwm/kp trace_events_sample:$fn" > $T/kprobe_events
+        echo 1 > $T/events/zwm/kp/enable
+        probe $f kprobe
+        echo 0 > $T/events/zwm/kp/enable
+        echo > $T/kprobe_events
+        echo "f:zwm/fp $fn" > $T/dynamic_events
+        echo 1 > $T/events/zwm/fp/enable
+        probe $f fprobe
+        echo 0 > $T/events/zwm/fp/enable
+        echo > $T/dynamic_events
+        echo ':mod:trace_events_sample' > $T/set_ftrace_filter
+        echo function_graph > $T/current_tracer
+        probe $f function_graph
+        echo nop > $T/current_tracer
+        echo > $T/set_ftrace_filter
+        rmmod trace_events_sample
+        echo "@@ZWM RMMOD trace_events_sample-$f rc=$?"
+    done;;
+esac

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# run.sh — boot a kernel under QEMU (TCG) with an initramfs that speaks the
+# guest protocol of scripts/guest/init: load these modules, run these
+# payloads, report between @@ZWM markers, power off.  Every real-kernel
+# proof of the project boots through here.
+#
+#   scripts/guest/run.sh --arch ARCH --kernel FILE --out DIR
+#       [--busybox FILE] [--payload FILE]... [--add SRC=DEST]... [--tree DIR]...
+#       [--smp N] [--mem MB] [--timeout SEC] [--append ARGS] [MODULE.ko...]
+#
+# ARCH is a row of scripts/guest/arches.tsv (QEMU binary, machine, CPU,
+# console, firmware, memory, timeout, the kernel image of a build tree, the
+# Debian arch, kernel arguments).  Without --busybox the guest gets the host's /bin/busybox
+# when the Debian arch is the host's, else Debian sid's busybox-static for
+# it (scripts/fetch-debian-kernel.sh).  MODULE.ko files (plain ELF) are
+# loaded in the order given, named after their .modinfo name=.  Each
+# --payload is sourced by /init in the order given; --add copies a file to
+# DEST in the initramfs, --tree copies a folder's contents to its root.
+#
+# Writes DIR/initrd.cpio, DIR/console.log, DIR/qemu.stderr, DIR/boot-seconds
+# and DIR/qemu-rc.  Exit status: 0 the guest powered off, 12 it timed out,
+# 2 usage or host error.  Judging the console is the caller's (guest.py).
+#
+#   scripts/guest/run.sh --image ARCH   the kernel image's path in a build tree
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$here/../.." && pwd)
+die() { echo "guest: error: $*" >&2; exit 2; }
+
+# arch_row ARCH: the row's fields as A_QEMU A_MACHINE ... ("-" for default).
+arch_row() {
+    local row
+    row=$(awk -v a="$1" '!/^#/ && $1 == a' "$here/arches.tsv")
+    [ -n "$row" ] || die "unknown arch $1 (scripts/guest/arches.tsv: $(awk '!/^#/ && NF {printf "%s ", $1}' "$here/arches.tsv"))"
+    read -r _ A_QEMU A_MACHINE A_CPU A_CONSOLE A_FIRMWARE A_MEM A_TIMEOUT A_IMAGE A_DEBARCH A_APPEND <<<"$row"
+}
+
+if [ "${1:-}" = --image ]; then
+    arch_row "$2"; echo "$A_IMAGE"; exit 0
+fi
+
+arch= kernel= busybox= out= timeout= mem= smp=1 append=
+mods=() payloads=() adds=() trees=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --arch) arch=$2; shift 2;;
+        --kernel) kernel=$2; shift 2;;
+        --busybox) busybox=$2; shift 2;;
+        --out) out=$2; shift 2;;
+        --timeout) timeout=$2; shift 2;;
+        --mem) mem=$2; shift 2;;
+        --smp) smp=$2; shift 2;;
+        --append) append=$2; shift 2;;
+        --payload) payloads+=("$2"); shift 2;;
+        --add) adds+=("$2"); shift 2;;
+        --tree) trees+=("$2"); shift 2;;
+        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
+        -*) die "unknown option $1";;
+        *) mods+=("$1"); shift;;
+    esac
+done
+[ -n "$arch" ] && [ -n "$kernel" ] && [ -n "$out" ] || die "--arch, --kernel and --out are required"
+arch_row "$arch"
+[ -f "$kernel" ] || die "no kernel $kernel"
+for t in cpio python3 "$A_QEMU"; do command -v "$t" >/dev/null || die "$t not found"; done
+if [ -z "$busybox" ]; then
+    if [ "$A_DEBARCH" = "$(dpkg --print-architecture 2>/dev/null)" ]; then
+        busybox=/bin/busybox
+    else
+        root=$("$REPO/scripts/fetch-debian-kernel.sh" sid "$A_DEBARCH" busybox-static) ||
+            die "fetching busybox-static:$A_DEBARCH failed"
+        busybox=$root/bin/busybox
+        [ -f "$busybox" ] || busybox=$root/usr/bin/busybox
+    fi
+fi
+[ -f "$busybox" ] || die "no busybox $busybox"
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rd=$out/initrd
+rm -rf "$rd"
+mkdir -p "$rd"/{bin,sbin,proc,sys,dev,tmp,etc,payload}
+cp "$busybox" "$rd/bin/busybox"
+chmod 755 "$rd/bin/busybox"
+ln -s busybox "$rd/bin/sh"
+cp "$here/init" "$rd/init"
+chmod 755 "$rd/init"
+if [ ${#mods[@]} -gt 0 ]; then
+    mkdir -p "$rd/modules"
+    for m in "${mods[@]}"; do
+        [ -f "$m" ] || die "no module $m"
+        b=$(python3 "$here/guest.py" modname "$m") || die "cannot read $m"
+        cp "$m" "$rd/modules/$b.ko"
+        echo "$b" >> "$rd/modules/order"
+    done
+fi
+i=10
+for p in ${payloads[@]+"${payloads[@]}"}; do
+    [ -f "$p" ] || die "no payload $p"
+    cp "$p" "$rd/payload/$i-$(basename "$p")"; i=$((i + 1))
+done
+for a in ${adds[@]+"${adds[@]}"}; do
+    [ -e "${a%%=*}" ] || die "no file ${a%%=*}"
+    mkdir -p "$rd/$(dirname "${a#*=}")"
+    cp -r "${a%%=*}" "$rd/${a#*=}"
+done
+for t in ${trees[@]+"${trees[@]}"}; do
+    [ -d "$t" ] || die "no folder $t"
+    cp -a "$t/." "$rd/"
+done
+(cd "$rd" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) > "$out/initrd.cpio"
+
+qemu=("$A_QEMU" -accel tcg -smp "$smp" -m "${mem:-$A_MEM}")
+[ "$A_MACHINE" = - ] || qemu+=(-M "$A_MACHINE")
+[ "$A_CPU" = - ] || qemu+=(-cpu "$A_CPU")
+[ "$A_FIRMWARE" = - ] || qemu+=(-bios "$A_FIRMWARE")
+args=$append
+[ "$A_APPEND" = - ] || args="$A_APPEND${args:+ $args}"
+start=$(date +%s.%N)
+set +e
+timeout -k 5 "${timeout:-$A_TIMEOUT}" "${qemu[@]}" -nographic -no-reboot \
+    -kernel "$kernel" -initrd "$out/initrd.cpio" \
+    -append "console=$A_CONSOLE panic=-1 loglevel=7 nokaslr${args:+ $args}" \
+    </dev/null >"$out/console.log" 2>"$out/qemu.stderr"
+qrc=$?
+set -e
+python3 -c "import time;print(round(time.time()-$start,1))" > "$out/boot-seconds"
+echo "$qrc" > "$out/qemu-rc"
+case "$qrc" in 124|137) exit 12;; esac
+exit 0

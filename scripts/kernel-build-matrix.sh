@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# kernel-build-matrix.sh — the series builds without a warning of its own:
+# stock and series, side by side, at W=1, on every config of ROWS below.
+#
+#   scripts/kernel-build-matrix.sh [--rows "NAME..."] [--sides "stock series"] [--work DIR]
+#
+# For each row and side: the row's base config (a defconfig, or kernel-e2e's
+# config), its changes, olddefconfig, `make prepare`, then, at W=1, the
+# folders of the .c files the series changes (kernel/module/,
+# kernel/trace/: what the config enables there; a changed object it does
+# not build is reported as such), and where the row says so a full link
+# (vmlinux, for MODULES=n, where the series changes what is linked).  The compilers are Debian's (gcc-ARCH-linux-gnu); each build
+# holds /work/kbuild.lock when that file exists, so that one kernel build
+# runs at a time on a shared machine.
+#
+# Checked, per row: both sides build; the series side has no warning line
+# that the stock side lacks (warnings compared as text, the source tree's
+# path taken out); each row's facts (compiler, the ftrace flavour Kconfig
+# chose) are printed.  WORK/matrix.md gets the table.  Default WORK
+# ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-build-matrix.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=kernel-build-matrix DIE_STATUS=2
+. "$REPO/scripts/lib.sh"
+
+# name | ARCH | CROSS_COMPILE | base | config changes (scripts/config words) | full link | facts to show
+ROWS="
+x86_64-e2e        x86_64  -                       e2e                -                                                          -        X86_KERNEL_IBT,LIVEPATCH
+x86_64-nomodules  x86_64  -                       x86_64_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE,-d,MODULES            vmlinux  MODULES,DYNAMIC_FTRACE
+x86_64-nodynftrace x86_64 -                       x86_64_defconfig   -e,FUNCTION_TRACER,-d,DYNAMIC_FTRACE,-e,MODULES            -        MODULES,DYNAMIC_FTRACE
+x86_64-nokallsyms x86_64  -                       x86_64_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE,-d,KALLSYMS,-d,KPROBES,-d,BPF_SYSCALL,-d,LIVEPATCH  -  KALLSYMS,DYNAMIC_FTRACE
+arm64             arm64   aarch64-linux-gnu-      defconfig          -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        DYNAMIC_FTRACE_WITH_CALL_OPS,DYNAMIC_FTRACE_WITH_ARGS
+ppc64le           powerpc powerpc64le-linux-gnu-  ppc64le_defconfig  -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        MPROFILE_KERNEL,ARCH_USING_PATCHABLE_FUNCTION_ENTRY,PPC_FTRACE_OUT_OF_LINE
+ppc32-pmac32      powerpc powerpc-linux-gnu-      pmac32_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        ARCH_USING_PATCHABLE_FUNCTION_ENTRY
+riscv64           riscv   riscv64-linux-gnu-      defconfig          -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        DYNAMIC_FTRACE_WITH_CALL_OPS
+s390              s390    s390x-linux-gnu-        defconfig          -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        DYNAMIC_FTRACE_WITH_REGS
+"
+cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
+work=$cache/kernel-build-matrix rows= sides="stock series"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rows) rows=$2; shift 2;;
+        --sides) sides=$2; shift 2;;
+        --work) work=$2; shift 2;;
+        *) arg_error "$1";;
+    esac
+done
+work=$(work_dir "$work" "") || die "cannot make $work"
+[ -n "$rows" ] || rows=$(awk 'NF {print $1}' <<<"$ROWS" | tr '\n' ' ')
+jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
+needs=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "/usr/include/gelf.h libelf-dev"
+       "/usr/include/openssl/evp.h libssl-dev")
+for r in $rows; do
+    c=$(awk -v n="$r" '$1 == n {print $3}' <<<"$ROWS")
+    [ -n "$c" ] || die "unknown row $r"
+    [ "$c" = - ] || needs+=("${c}gcc gcc-${c%-}")
+done
+missing_packages "${needs[@]}"
+install_packages "${MISSING[@]}"
+series_source
+# The objects of the .c files the series changes (new files and host tools aside).
+mapfile -t objects < <(sed -n 's|^--- a/\(.*\)\.c$|\1.o|p' "${PATCHES[@]}" | grep -v '^scripts/' | sort -u)
+
+# build ROW SIDE: configure, prepare and build into WORK/ROW-SIDE; writes
+# WORK/ROW-SIDE.warnings (one normalised warning a line) and .facts.
+build() {
+    local row=$1 side=$2 name karch cross base changes full facts src obj mk o
+    read -r name karch cross base changes full facts <<<"$(awk -v n="$row" '$1 == n' <<<"$ROWS")"
+    [ "$cross" != - ] || cross=
+    # Source trees of its own: kernel-e2e patches its series tree for a while.
+    src=$work/src-$side obj=$work/$row-$side
+    unpack_tree "$src" "$([ "$side" = series ] && echo 1 || echo 0)"
+    mk=(make -C "$src" O="$obj" ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
+    if [ "$base" = e2e ]; then
+        locked "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
+    else
+        mkdir -p "$obj.config-new"
+        locked "${mk[@]}" O="$obj.config-new" -s "$base" >/dev/null
+        if [ "$changes" != - ]; then
+            # shellcheck disable=SC2046 # the changes are words on purpose
+            "$src/scripts/config" --file "$obj.config-new/.config" $(tr ',' ' ' <<<"$changes")
+        fi
+        locked "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
+    fi
+    install_config "$obj.config-new" "$obj"
+    # The series changes no Kconfig option: both sides configure alike.
+    if [ "$side" = series ] && [ -f "$work/$row-stock/.config" ]; then
+        cmp -s "$work/$row-stock/.config" "$obj/.config" || { log "$row: the stock and series configs differ"; return 1; }
+    fi
+    : > "$obj.facts"
+    for o in ${facts//,/ }; do
+        echo "CONFIG_$o=$(sed -n "s/^CONFIG_$o=//p" "$obj/.config")" >> "$obj.facts"
+    done
+    echo "$("${cross}gcc" --version | head -n 1)" >> "$obj.facts"
+    log "$row/$side: prepare"
+    locked "${mk[@]}" -j"$jobs" prepare >"$obj.prepare.log" 2>&1 ||
+        { tail -n 20 "$obj.prepare.log" >&2; return 1; }
+    # The folders of the objects: Kbuild builds there what this config
+    # enables, so an object the config leaves out is simply not built.
+    local targets=() dirs
+    dirs=$(printf '%s\n' "${objects[@]%/*}" | sort -u | sed 's|$|/|')
+    # shellcheck disable=SC2206 # folder names have no blanks
+    targets=($dirs)
+    [ "$full" = - ] || targets+=("$full")
+    log "$row/$side: W=1 ${targets[*]}"
+    # Remove what W=1 must compile again, so that a rerun reports its warnings again.
+    for o in $dirs; do rm -f "$obj/$o"*.o; done
+    locked "${mk[@]}" -j"$jobs" W=1 "${targets[@]}" >"$obj.build.log" 2>&1 ||
+        { tail -n 20 "$obj.build.log" >&2; return 1; }
+    for o in "${objects[@]}"; do
+        [ -f "$obj/$o" ] || echo "not built: $o" >> "$obj.facts"
+    done
+    grep -E 'warning:' "$obj.build.log" | sed "s|$src/||g; s|\\.\\./||g" | sort -u > "$obj.warnings" || true
+}
+fails=()
+{
+    echo "| config | compiler and Kconfig facts | stock warnings | series warnings | new in series |"
+    echo "|---|---|---|---|---|"
+} > "$work/matrix.md"
+for r in $rows; do
+    ok=1
+    for s in $sides; do
+        build "$r" "$s" || { fails+=("$r/$s: the build failed (see $work/$r-$s.*.log)"); ok=0; }
+    done
+    [ $ok = 1 ] || continue
+    new=$(comm -13 "$work/$r-stock.warnings" "$work/$r-series.warnings" 2>/dev/null | wc -l)
+    [ "$new" = 0 ] || fails+=("$r: the series adds $new warning(s): $(comm -13 "$work/$r-stock.warnings" "$work/$r-series.warnings" | head -n 3 | tr '\n' ' ')")
+    echo "| $r | $(tr '\n' ';' < "$work/$r-series.facts") | $(wc -l < "$work/$r-stock.warnings") | $(wc -l < "$work/$r-series.warnings") | $new |" >> "$work/matrix.md"
+done
+cat "$work/matrix.md"
+if [ ${#fails[@]} -gt 0 ]; then
+    printf 'FAIL: %s\n' "${fails[@]}"
+    echo "kernel-build-matrix: FAIL"
+    exit 1
+fi
+echo "kernel-build-matrix: PASS"

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# kernel-selftests.sh — the kernel's own ftrace and livepatch selftests on
+# the stock and the series kernel (docs/kernel-e2e.md, "The kernel's own
+# tests").
+#
+#   scripts/kernel-selftests.sh [--work DIR] [--forms "stock processed unchecked stripped"]
+#                               [--suites "preload ftrace livepatch probes"] [--jobs N]
+#                               [--module-tests-only "FORM..."] [--report-only]
+#
+# The kernels are kernel-e2e's x86_64 pair (`kernel-e2e.sh --build-only`),
+# whose one config has what both suites need.  Each boot (one vCPU, TCG)
+# gets a modprobe tree /lib/modules/KVER (modules_install and depmod) in
+# one module form, and runs, in that order (scripts/guest/payload/selftests.sh):
+#   preload    modprobe kvm (and so irqbypass), so that a module with
+#              overridden weak functions has its records in play;
+#   ftrace     tools/testing/selftests/ftrace/ftracetest, whose module tests
+#              modprobe trace-printk, trace-events-sample, ftrace-direct*;
+#   livepatch  every tools/testing/selftests/livepatch/test-*.sh, under
+#              Debian's bash-static, with its test modules in the same form;
+#   probes     a kprobe, an fprobe and function_graph on a function of
+#              trace-events-sample, in its processed and unchecked forms.
+# Forms: stock (the stock kernel and its modules as built), stock-stripped
+# (the same, strip --strip-unneeded: static functions lose their symbols,
+# so the module tests that name one fail, as they must), and on the series
+# kernel: unchecked (as built, without the tool; relinked without
+# the hook where a series still has one), processed (every module run
+# through the tool) and stripped (unchecked, then strip --strip-unneeded:
+# static functions lose their symbols).  scripts/kernel-selftests/report.py compares
+# every verdict, by test name, of each series form with stock's (stripped
+# with stock-stripped's) and writes
+# WORK/report.md.
+#
+# --module-tests-only FORM...: in those forms ftracetest runs only its
+# module tests (MODULE_TESTS below), for time: a whole ftracetest run takes
+# most of an hour of TCG.
+# --jobs N boots N guests at once (default 1: every boot has a host core to
+# itself, as the timing-sensitive tests expect); --report-only judges the
+# boots of an earlier run again.
+# Default WORK ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-selftests.
+# Needs what kernel-e2e.sh needs, and bash-static and libc6-dev.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HERE=$REPO/scripts/kernel-selftests
+PROG=kernel-selftests DIE_STATUS=2
+. "$REPO/scripts/lib.sh"
+
+cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
+work=$cache/kernel-selftests
+forms="stock stock-stripped processed unchecked stripped"
+suites="preload ftrace livepatch probes"
+jobs=1 report_only=0 subset_forms=
+# The ftracetest cases that load modules (modprobe of the sample modules).
+MODULE_TESTS="test.d/ftrace/func_mod_trace.tc test.d/kprobe/kprobe_module.tc test.d/event/event-mod.tc
+ test.d/event/trace_printk.tc test.d/dynevent/add_remove_fprobe_module.tc
+ test.d/dynevent/add_remove_tprobe_module.tc test.d/direct"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --work) work=$2; shift 2;;
+        --forms) forms=$2; shift 2;;
+        --suites) suites=$2; shift 2;;
+        --jobs) jobs=$2; shift 2;;
+        --module-tests-only) subset_forms=$2; shift 2;;
+        --report-only) report_only=1; shift;;
+        *) arg_error "$1";;
+    esac
+done
+work=$(work_dir "$work" "") || die "cannot make $work"
+if [ $report_only = 1 ]; then
+    exec python3 "$HERE/report.py" "$work/report.md" $(for f in $forms; do echo "$work/boots/$f"; done)
+fi
+missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.a libc6-dev" "depmod kmod"
+install_packages "${MISSING[@]}"
+
+e2e=$cache/kernel-e2e
+"$REPO/scripts/kernel-e2e.sh" --build-only || die "kernel-e2e.sh --build-only failed"
+ZWM=$(find_tool "${ZWM:-}") || exit 2
+kver=$(cat "$e2e/obj-series/include/config/kernel.release")
+[ "$kver" = "$(cat "$e2e/obj-stock/include/config/kernel.release")" ] || die "the two kernels' releases differ"
+tests=$e2e/src-stock/tools/testing/selftests
+
+# --- module trees --------------------------------------------------------------------
+# stage KERNEL: modules_install of the build, and the livepatch test modules
+# built against it without the tool (so they come out unchecked).
+stage() {
+    local k=$1 obj=$e2e/obj-$1 s=$work/stage-$1
+    rm -rf "$s" "$work/klp-$k"
+    locked make -C "$e2e/src-$k" O="$obj" INSTALL_MOD_PATH="$s" modules_install >"$s.log" 2>&1 ||
+        { tail -n 20 "$s.log" >&2; die "modules_install of the $k kernel failed"; }
+    cp -r "$tests/livepatch/test_modules" "$work/klp-$k"
+    locked make -C "$e2e/src-$k" O="$obj" M="$work/klp-$k" \
+            modules >"$work/klp-$k.log" 2>&1 ||
+        { tail -n 20 "$work/klp-$k.log" >&2; die "the livepatch test modules did not build against the $k kernel"; }
+}
+# form_tree FORM [KERNEL]: KERNEL's (default series) modprobe tree and
+# livepatch test modules in FORM.
+form_tree() {
+    local form=$1 k=${2:-series} t=$work/tree-$1 ko rel u
+    local obj=$e2e/obj-$k
+    [ "$k" = series ] || t=$work/tree-$k-$form
+    rm -rf "$t"; cp -a "$work/stage-$k" "$t"
+    mkdir -p "$t/selftests/livepatch/test_modules"
+    cp "$work"/klp-$k/*.ko "$t/selftests/livepatch/test_modules/"
+    while read -r ko; do
+        rel=${ko#"$t/lib/modules/$kver/kernel/"}
+        case "$ko" in */test_modules/*) u=$ko.unchecked; cp "$ko" "$u";;
+            *) u=$ko.unchecked; unhooked "$obj" "$rel" "$u";; esac
+        case "$form" in
+            unchecked) mv "$u" "$ko";;
+            stripped) strip --strip-unneeded -o "$ko" "$u"; rm -f "$u";;
+            processed)
+                "$ZWM" --kconfig "$obj/include/config/auto.conf" -o "$ko" "$u" 2>>"$t.tool.log" ||
+                    die "the tool failed on $rel (see $t.tool.log)"
+                rm -f "$u";;
+        esac
+    done < <(find "$t/lib/modules/$kver/kernel" "$t/selftests/livepatch/test_modules" -name '*.ko')
+}
+stage stock
+stage series
+for f in $forms; do
+    case "$f" in
+        stock) t=$work/tree-stock; rm -rf "$t"; cp -a "$work/stage-stock" "$t"
+               mkdir -p "$t/selftests/livepatch/test_modules"
+               cp "$work"/klp-stock/*.ko "$t/selftests/livepatch/test_modules/";;
+        stock-stripped) form_tree stripped stock;;
+        processed|unchecked|stripped) form_tree "$f";;
+        *) die "unknown form $f";;
+    esac
+    depmod -b "$work/tree-$f" "$kver" || die "depmod for $f failed"
+done
+# The probes load trace-events-sample in two forms by hand.
+for f in $forms; do
+    t=$work/tree-$f
+    mkdir -p "$t/probes"
+    for p in processed unchecked; do
+        mkdir -p "$t/probes/$p"
+        if [ "${f%%-*}" = stock ]; then
+            # The stock build's module, and the tool's output of it.
+            sample=$t/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko
+            if [ $p = processed ]; then
+                "$ZWM" --kconfig "$e2e/obj-stock/include/config/auto.conf" -o "$t/probes/$p/trace-events-sample.ko" "$sample" ||
+                    die "the tool failed on trace-events-sample.ko"
+            else
+                cp "$sample" "$t/probes/$p/"
+            fi
+        else
+            cp "$work/tree-$p/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko" "$t/probes/$p/" 2>/dev/null ||
+                { rm -rf "$t/probes/$p"; log "probes: no $p form built (add it to --forms)"; }
+        fi
+    done
+done
+# The two programs the suites run, static for a guest with no libc.
+gcc -static -O2 -o "$work/test_klp-call_getpid" "$tests/livepatch/test_klp-call_getpid.c" ||
+    die "building test_klp-call_getpid failed"
+rm -rf "$work/ftrace"; cp -r "$tests/ftrace" "$work/ftrace"
+gcc -static -O2 -o "$work/ftrace/poll" "$tests/ftrace/poll.c" || die "building ftrace's poll failed"
+
+# --- boots -----------------------------------------------------------------------------
+boot() { # FORM
+    local f=$1 k=series out=$work/boots/$1
+    case "$f" in stock*) k=stock;; esac
+    rm -rf "$out"; mkdir -p "$out"
+    echo "$k" > "$out/kernel"; echo "$f" > "$out/form"
+    printf 'SUITES="%s"\nPRELOAD=kvm\nFTRACE_TESTS="%s"\n' "$suites" \
+        "$(case " $subset_forms " in *" $f "*) echo $MODULE_TESTS;; esac)" > "$out/selftests.conf"
+    log "booting the $k kernel with the $f modules ($suites)"
+    local adds=() s
+    for s in "$tests"/livepatch/test-*.sh "$tests/livepatch/functions.sh"; do
+        adds+=(--add "$s=selftests/livepatch/$(basename "$s")")
+    done
+    "$GUEST/run.sh" --arch x86_64 --kernel "$e2e/obj-$k/arch/x86/boot/bzImage" --out "$out" \
+        --mem 2048 --timeout 5400 --payload "$GUEST/payload/selftests.sh" \
+        --tree "$work/tree-$f" --add "$out/selftests.conf=selftests.conf" \
+        --add "$work/ftrace=selftests/ftrace" "${adds[@]}" \
+        --add "$work/test_klp-call_getpid=selftests/livepatch/test_klp-call_getpid" \
+        --add "/bin/bash-static=bin/bash" --add "$HERE/sysctl=bin/sysctl" --add "$HERE/date=bin/date" ||
+        log "warning: the guest did not power off in time ($out)"
+    log "$f: booted in $(cat "$out/boot-seconds") s"
+}
+boots=()
+for f in $forms; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    boot "$f" &
+    boots+=("$work/boots/$f")
+done
+wait
+python3 "$HERE/report.py" "$work/report.md" "${boots[@]}"

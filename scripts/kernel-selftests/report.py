@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Compare the kernel selftest boots (scripts/kernel-selftests.sh).
+
+  report.py OUT.md BOOT_DIR...
+
+Each BOOT_DIR holds console.log from one boot with payload selftests.sh,
+and files `kernel` (stock or series) and `form` (stock, processed,
+unchecked, stripped).  Verdicts by name: every ftracetest case ("[N]
+description<TAB>[RESULT]"; PASS, FAIL, UNRESOLVED, UNTESTED, UNSUPPORTED,
+XFAIL, UNDEFINED), every livepatch test-*.sh (ok: exit 0, skip: exit 4,
+else FAIL) and every probe (PASS when it was hit).  What must hold:
+
+  * every boot finished, its preload (modprobe kvm) succeeded, and the
+    series boots show no BUG, Oops or ftrace bug beyond what stock shows;
+  * every series form gives every test the verdict stock gives it with
+    the same modules (stock-FORM where that boot exists, else stock): the
+    lists are identical by name (a difference is listed, and fails);
+  * the module tests really ran: "ftrace - function trace on module" and
+    "Kprobe dynamic event - probing module" PASS in every boot but the
+    stripped ones (strip --strip-unneeded drops trace_printk_irq_work, the
+    static function both tests name; there they must fail alike);
+  * every probe (kprobe, fprobe, function_graph on trace-events-sample,
+    processed and unchecked) was hit in every boot.
+
+Writes the side-by-side table to OUT.md; exits 1 if anything fails.
+"""
+import collections
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+import guest  # noqa: E402
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CASE = re.compile(r"^\[(\d+)\](.*?)\s*\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\]\s*$")
+VERDICT = re.compile(r"^\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\]$")
+START = re.compile(r"^\[\d+\][^\[]*?(?=\+ |$)")
+MUST_PASS = ("ftrace - function trace on module", "Kprobe dynamic event - probing module")
+# Kernel-log lines that mean a bug, unlike the WARNINGs some ftrace tests
+# provoke on purpose.
+BUG = ("BUG:", "Oops", "ftrace bug", "ftrace failed", "Kernel panic")
+
+
+def verdicts(con):
+    out, pending = {}, None
+    for ln in con["blocks"].get(("FTRACETEST", None), []):
+        ln = ANSI.sub("", ln).strip()
+        # A test's own output (its set -x, a trap) may come between its
+        # "[N] description" and its verdict, which then ends a later line.
+        m = CASE.match(ln) or (pending and VERDICT.match(ln) and CASE.match(pending + "\t" + ln))
+        if m:
+            name = "ftrace: " + m[2].strip()
+            while name in out:       # the same description twice (instances)
+                name += " (again)"
+            out[name], pending = m[3], None
+        elif START.match(ln):
+            pending = START.match(ln)[0]
+    for f in guest.marked(con, "LIVEPATCH-RC"):
+        rc = f[1].split("=")[1]
+        out["livepatch: " + f[0]] = {"0": "PASS", "4": "SKIP"}.get(rc, f"FAIL (exit {rc})")
+    for f in guest.marked(con, "PROBE"):
+        out[f"probe: {f[1]} on trace-events-sample, {f[0]}"] = "PASS" if f[2] != "hits=0" else "FAIL (no hit)"
+    return out
+
+
+def main():
+    out = Path(sys.argv[1])
+    boots = []
+    for d in map(Path, sys.argv[2:]):
+        con = guest.read_console(d)
+        boots.append({"dir": d, "form": (d / "form").read_text().strip(), "con": con, "v": verdicts(con)})
+    fails = []
+    for b in boots:
+        con = b["con"]
+        if not con["end"]:
+            fails.append(f"{b['form']}: the guest did not finish ({b['dir']})")
+        for f in guest.marked(con, "PRELOAD"):
+            if f[-1] != "rc=0":
+                fails.append(f"{b['form']}: modprobe {f[0]} failed")
+        ran_ftrace = any(n.startswith("ftrace: ") for n in b["v"]) and "stripped" not in b["form"]
+        for name in MUST_PASS:
+            got = b["v"].get("ftrace: " + name, "missing")
+            if ran_ftrace and got != "PASS":
+                fails.append(f"{b['form']}: '{name}' is {got}, not PASS")
+        fails += [f"{b['form']}: {n}: {v}" for n, v in b["v"].items() if n.startswith("probe: ") and v != "PASS"]
+        b["bugs"] = [x.strip() for x in con["dmesg"] if any(k in x for k in BUG)] + con["panic"]
+    by_form = {b["form"]: b for b in boots}
+    names = sorted({n for b in boots for n in b["v"]})
+    if "stock" in by_form:
+        for b in boots:
+            if b["form"].startswith("stock"):
+                continue
+            # Each series form against stock with the same modules.
+            stock = by_form.get("stock-" + b["form"], by_form["stock"])
+            # A form that ran only ftracetest's module tests is compared on those.
+            subset = "FTRACE_TESTS=\"\"" not in (b["dir"] / "selftests.conf").read_text()
+            diff = [n for n in names if b["v"].get(n) != stock["v"].get(n)
+                    and not (subset and n.startswith("ftrace: ") and n not in b["v"])]
+            fails += [f"{b['form']}: {n}: {b['v'].get(n, 'missing')} (stock: {stock['v'].get(n, 'missing')})" for n in diff]
+            new_bugs = set(b["bugs"]) - set(stock["bugs"])
+            fails += [f"{b['form']}: kernel log: {x}" for x in sorted(new_bugs)[:5]]
+    for b in boots:
+        if not any(n.startswith("ftrace: ") for n in b["v"]) and "ftrace" in (b["dir"] / "selftests.conf").read_text():
+            fails.append(f"{b['form']}: no ftracetest verdicts")
+    forms = [b["form"] for b in boots]
+    rows = ["| test | " + " | ".join(forms) + " |", "|---" * (len(forms) + 1) + "|"]
+    for n in names:
+        vs = [b["v"].get(n, "-") for b in boots]
+        mark = "" if len(set(vs)) == 1 else " **differs**"
+        rows.append(f"| {n}{mark} | " + " | ".join(vs) + " |")
+    counts = ["| verdict | " + " | ".join(forms) + " |", "|---" * (len(forms) + 1) + "|"]
+    tally = [collections.Counter(v.split(" ")[0] for v in b["v"].values()) for b in boots]
+    for k in sorted({k for t in tally for k in t}):
+        counts.append(f"| {k} | " + " | ".join(str(t.get(k, 0)) for t in tally) + " |")
+    times = [f"{b['form']}: {(b['dir'] / 'boot-seconds').read_text().strip()} s" for b in boots]
+    text = ("Boots: " + ", ".join(times) + "\n\n" + "\n".join(counts) + "\n\n" + "\n".join(rows) + "\n")
+    return guest.verdict(out, text, fails, "kernel-selftests")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
