@@ -3,7 +3,7 @@
 # and `make install` for packagers.
 .PHONY: all build docs install uninstall demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu \
 	tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf kernel-selftests \
-	kernel-build-matrix check bench fuzz
+	kernel-build-matrix kernel-debug check bench fuzz
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -124,6 +124,12 @@ e2e-old: build
 # .BTF (docs/kbuild.md).  A cold run builds the kernel first.
 kbuild-btf: build
 	scripts/kbuild-btf.sh
+
+# Not part of check: the series on a lockdep, KASAN and atomic-sleep debug
+# kernel under load, with a deliberately broken series as the negative
+# control; builds a debug kernel first (docs/kernel-e2e.md).
+kernel-debug: build
+	scripts/kernel-debug.sh
 
 # Not part of check: five kernels side by side (docs/kernel-bench.md).
 kernel-bench: build
