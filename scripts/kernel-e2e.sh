@@ -6,8 +6,9 @@
 #                         [--work DIR] [--rounds N] [--loads N]
 #
 # --quick (what .ci/run can always afford, about a minute): the series
-#   applies with `git apply` (no fuzz, no offset slack) to the files it
-#   touches in Debian's linux-source-7.2.
+#   applies with `git apply` (no fuzz) to the files it touches in Debian's
+#   linux-source-7.2 and in experimental's linux-source-7.3 (7.3~rc7, where
+#   include/linux/module.h has moved by 4 lines).
 #
 # Full run, for one arch (a row of ROWS below):
 #   1. build the row's kernels from that source with its config
@@ -98,13 +99,22 @@ install_packages "${MISSING[@]}"
 series_source
 # The files the series touches, from its diff headers; new files excluded.
 mapfile -t touched < <(sed -n 's|^--- a/||p' "${PATCHES[@]}" | sort -u)
-log "series: checking that ${#PATCHES[@]} patches apply to $(basename "$TARBALL") (${#touched[@]} files)"
-t=$work/apply-check
-rm -rf "$t"; mkdir -p "$t"
-tar -xJf "$TARBALL" -C "$t" --strip-components=1 "${touched[@]/#/linux-source-7.2/}"
-(cd "$t" && git apply --verbose "${PATCHES[@]}" 2>&1 | sed 's/^/  /' >&2) ||
-    die "the series does not apply cleanly to Debian's linux-source-7.2"
-log "series: applies cleanly"
+apply_check() { # TARBALL: the series applies to its tree with git apply
+    local tarball=$1 name t
+    name=$(basename "$tarball" .tar.xz)
+    log "series: checking that ${#PATCHES[@]} patches apply to $name (${#touched[@]} files)"
+    t=$work/apply-check
+    rm -rf "$t"; mkdir -p "$t"
+    tar -xJf "$tarball" -C "$t" --strip-components=1 "${touched[@]/#/$name/}"
+    (cd "$t" && git apply --verbose "${PATCHES[@]}" 2>&1 | sed 's/^/  /' >&2) ||
+        die "the series does not apply cleanly to Debian's $name"
+    log "series: applies cleanly to $name"
+}
+apply_check "$TARBALL"
+# And to the newest source Debian has: experimental's 7.3 release candidate.
+root73=$("$REPO/scripts/fetch-debian-kernel.sh" experimental amd64 linux-source-7.3) ||
+    die "fetching experimental's linux-source-7.3 failed"
+apply_check "$root73/usr/src/linux-source-7.3.tar.xz"
 if [ $quick = 1 ]; then
     echo "kernel-e2e: quick: PASS"
     exit 0
