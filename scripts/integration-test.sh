@@ -87,7 +87,7 @@ need modinfo kmod
 # the tool's own packages
 need dpkg-buildpackage dpkg-dev; need dh debhelper; need fakeroot fakeroot; need pod2man perl
 need rpmbuild rpm; need rpm2cpio rpm2cpio; need git git; need man man-db
-command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust >= 1.89 with rustup (README, Building)"
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust >= 1.85 (README, Building)"
 need "/usr/src/linux-headers-$kver/Makefile" "linux-headers-$kver"
 if want dkms; then need dkms dkms; fi
 if want rpm; then need rpmbuild rpm; need rpm2cpio rpm2cpio; fi
