@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The commands a developer and CI need (`make check` is what .ci/run runs),
 # and `make install` for packagers.
-.PHONY: all build docs install uninstall demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu \
+.PHONY: all build docs install uninstall demo test fresh-check integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu \
 	tree-check adjust-first-demo e2e-clang kernel-e2e-ppc64le check bench fuzz
 
 # Install locations. DESTDIR is prepended to every one of them.
@@ -79,8 +79,17 @@ uninstall:
 demo: build
 	$(BIN) -v -o target/zwm_test.ko testdata/zwm_test.ko
 
+# The README's `cargo test`, then the one target that needs more than Rust
+# (kmod's modinfo reading a marked module; .ci/run installs kmod).
 test:
-	cargo test
+	$(CARGO) test $(CARGO_FLAGS)
+	$(CARGO) test $(CARGO_FLAGS) --test kmod
+
+# The README's two commands, word for word, in a fresh bookworm root with
+# only the host's Rust toolchain and gcc, libc6-dev, make, git,
+# ca-certificates, python3 (scripts/fresh-check.sh; it clones HEAD).
+fresh-check:
+	scripts/fresh-check.sh
 
 # Builds the tool's .deb and .rpm itself, and tests what they install.
 integration:
@@ -118,7 +127,7 @@ tree-check: build
 adjust-first-demo:
 	scripts/adjust-first-demo.sh
 
-check: test integration e2e kernel-e2e
+check: test fresh-check integration e2e kernel-e2e
 
 bench: build
 	scripts/bench.sh
