@@ -130,7 +130,7 @@ t0=$(date +%s)
 # from rustup and the crates from crates.io (debian/rules). The archive
 # build is make deb-chroot's; cargo test ran in make test already.
 (cd "$src" && CARGO_TARGET_DIR=$repo/target/pkg-deb DEB_BUILD_OPTIONS=nocheck \
-	dpkg-buildpackage -us -uc -b -P pkg.zero-weak-mcount.upstream-cargo) >"$pkgdir/deb.log" 2>&1 ||
+	dpkg-buildpackage -us -uc -b --build-profiles=pkg.zero-weak-mcount.upstream-cargo) >"$pkgdir/deb.log" 2>&1 ||
 	{ tail -n 30 "$pkgdir/deb.log" >&2; die "dpkg-buildpackage -us -uc -b failed (log: $pkgdir/deb.log)"; }
 deb=$pkgdir/zero-weak-mcount_${version}_amd64.deb
 [ -f "$deb" ] || die "dpkg-buildpackage made no $deb"
