@@ -21,7 +21,7 @@
 # files git knows in this checkout (tracked, or new and not ignored).
 set -euo pipefail
 
-PROG=deb-chroot
+PROG="deb-chroot"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=lib.sh
 . "$REPO/scripts/lib.sh"
@@ -116,7 +116,8 @@ for suite in $suites; do
     mkdir -p "$src"
     (cd "$REPO" && git ls-files -z -co --exclude-standard | cpio -0 -pdm --quiet "$src") || die "copying the tree failed"
     step "apt-get build-dep" "$res/build-dep.log" in_root "$root" "apt-get update -q && cd /build/zero-weak-mcount-$version && apt-get build-dep -y ./"
-    in_root "$root" "rustc --version; cargo --version; dpkg-query -W 'librust-*-dev' debhelper dh-cargo lintian" \
+    in_root "$root" "rustc --version; cargo --version
+        dpkg-query -W -f '\${Package} \${Version}\n' 'librust-*-dev' debhelper dh-cargo lintian | awk 'NF == 2'" \
         >"$res/versions.txt" 2>&1
     log "$suite: $(head -n 1 "$res/versions.txt")"
     NET=none step "dpkg-buildpackage -us -uc, no network" "$res/build.log" \
@@ -129,6 +130,11 @@ for suite in $suites; do
     step "lintian" "$res/lintian.log" in_root "$root" \
         "cd /build && lintian -I --pedantic --fail-on error,warning zero-weak-mcount_${debversion}_$arch.changes"
     grep -E '^[EWIPX]: ' "$res/lintian.log" | sed "s/^/$PROG: $suite: lintian: /" >&2 || true
+    # A real clean: after debian/rules clean the tree is the source package
+    # (less the .gitignore files, which dpkg-source leaves out by default).
+    NET=none step "debian/rules clean, then diff -r against the .dsc" "$res/clean.log" in_root "$root" \
+        "cd /build/zero-weak-mcount-$version && debian/rules clean && cd /build && rm -rf unpacked &&
+        dpkg-source -x zero-weak-mcount_$debversion.dsc unpacked && diff -r -x .gitignore unpacked zero-weak-mcount-$version"
     cp "$root"/build/zero-weak-mcount_"$debversion"* "$res/"
     in_root "$root" "zero-weak-mcount -o /build/zwm_test.out.ko /build/zero-weak-mcount-$version/testdata/zwm_test.ko" \
         >"$res/zwm_test.log" 2>&1 || die "$suite: the installed tool failed on zwm_test.ko"
@@ -143,7 +149,7 @@ for suite in $suites; do
             log "kvm.ko of sid $kver"
             cp "$work/kvm.ko" "$root/build/kvm.ko"
         }
-        in_root "$root" "zero-weak-mcount --signed=strip -o /build/kvm.out.ko /build/kvm.ko" \
+        in_root "$root" "zero-weak-mcount -v --signed=strip -o /build/kvm.out.ko /build/kvm.ko" \
             >"$res/kvm.log" 2>&1 || die "$suite: the installed tool failed on kvm.ko"
         cp "$root/build/kvm.out.ko" "$res/kvm.out.ko"
     fi
@@ -153,7 +159,12 @@ done
 
 tool=$(host_tool)
 "$tool" -o "$out/zwm_test.host.ko" "$REPO/testdata/zwm_test.ko" 2>/dev/null
-[ "$kvm" = 0 ] || "$tool" --signed=strip -o "$out/kvm.host.ko" "$work/kvm.ko" 2>/dev/null
+if [ "$kvm" = 1 ]; then
+    "$tool" -v --signed=strip -o "$out/kvm.host.ko" "$work/kvm.ko" 2>"$out/kvm.host.log"
+    # Not a vacuous comparison: the run zeroed entries, not only the signature.
+    grep -q ': zeroed [1-9][0-9]* of ' "$out/kvm.host.log" || die "the host's run zeroed nothing in kvm.ko"
+    log "kvm.ko: $(grep ': zeroed ' "$out/kvm.host.log" | sed 's/^[^:]*: [^:]*: //')"
+fi
 for suite in $suites; do
     cmp "$out/zwm_test.host.ko" "$out/$suite/zwm_test.out.ko" ||
         die "$suite's package and this host's cargo build write different bytes for zwm_test.ko"

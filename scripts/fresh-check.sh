@@ -17,7 +17,7 @@
 # when it is missing.
 set -euo pipefail
 
-PROG=fresh-check
+PROG="fresh-check"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=lib.sh
 . "$REPO/scripts/lib.sh"
@@ -111,6 +111,8 @@ fi
 log "the first command printed the README's $(wc -l <<<"$expected") lines"
 summary=$(grep '^test result: ' "$work/out2.log" | awk '{p += $4; f += $6; i += $8} END {print p, f, i}')
 read -r passed failed ignored <<<"$summary"
-[ "$failed" = 0 ] && [ "$ignored" = 0 ] || die "cargo test: $passed passed, $failed failed, $ignored ignored"
+if [ "$failed" != 0 ] || [ "$ignored" != 0 ]; then
+    die "cargo test: $passed passed, $failed failed, $ignored ignored"
+fi
 log "both README commands passed in a fresh bookworm root ($((SECONDS - start)) s in all)"
 echo "fresh-check: $passed passed, 0 failed"
