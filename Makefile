@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The commands a developer and CI need (`make check` is what .ci/run runs),
 # and `make install` for packagers.
-.PHONY: all build docs install uninstall demo test integration e2e kernel-e2e kernel-bench kernel-bench-amdgpu \
-	tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf kernel-selftests \
-	kernel-build-matrix kernel-debug check bench fuzz
+.PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e \
+	kernel-bench kernel-bench-amdgpu tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
+	kernel-selftests kernel-build-matrix kernel-debug check bench fuzz
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -26,8 +26,9 @@ CARGO_FLAGS ?=
 INSTALL ?= install
 POD2MAN ?= pod2man
 DOCS := target/docs
-# Where cargo puts the binary: CARGO_TARGET_DIR, as cargo itself reads it.
-BIN := $(or $(CARGO_TARGET_DIR),target)/release/zero-weak-mcount
+# Where cargo puts the binary: CARGO_TARGET_DIR and CARGO_BUILD_TARGET, as
+# cargo itself reads them (debian/rules sets the target triple).
+BIN := $(or $(CARGO_TARGET_DIR),target)/$(if $(CARGO_BUILD_TARGET),$(CARGO_BUILD_TARGET)/)release/zero-weak-mcount
 
 all: build docs
 
@@ -65,6 +66,11 @@ install: all
 	$(INSTALL) -m 0644 $(DOCS)/completions/_zero-weak-mcount $(DESTDIR)$(ZSHCOMPDIR)/
 	$(INSTALL) -m 0644 $(DOCS)/completions/zero-weak-mcount.fish $(DESTDIR)$(FISHCOMPDIR)/
 
+# cargo clean honours CARGO_TARGET_DIR, and the docs live under target/.
+clean:
+	$(CARGO) clean
+	rm -rf $(DOCS)
+
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/zero-weak-mcount $(DESTDIR)$(SBINDIR)/install-kbuild-hook \
 		$(DESTDIR)$(DATADIR)/zero-weak-mcount/Makefile.snippet \
@@ -80,8 +86,22 @@ uninstall:
 demo: build
 	$(BIN) -v -o target/zwm_test.ko testdata/zwm_test.ko
 
+# The README's `cargo test`.
 test:
-	cargo test
+	$(CARGO) test $(CARGO_FLAGS)
+
+# The README's two commands, word for word, in a fresh bookworm root with
+# only the host's Rust toolchain and gcc, libc6-dev, make, git,
+# ca-certificates, python3 (scripts/fresh-check.sh; it clones HEAD).
+fresh-check:
+	scripts/fresh-check.sh
+
+# The .deb built as Debian's archive builds it, in clean trixie and sid
+# roots with no network, installed, autopkgtested and lintian-clean; the
+# packaged tool writes the same bytes as this host's build
+# (scripts/deb-chroot.sh, docs/packaging.md).
+deb-chroot:
+	scripts/deb-chroot.sh --kvm
 
 # Builds the tool's .deb and .rpm itself, and tests what they install.
 integration:
@@ -147,7 +167,7 @@ tree-check: build
 adjust-first-demo:
 	scripts/adjust-first-demo.sh
 
-check: test integration e2e kernel-e2e
+check: test fresh-check integration e2e kernel-e2e
 
 bench: build
 	scripts/bench.sh

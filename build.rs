@@ -54,9 +54,7 @@ fn git_describe(root: &Path) -> Option<String> {
             println!("cargo:rerun-if-changed={}", root.join(p).display());
         }
     }
-    if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"])
-        && let Some(p) = git(&["rev-parse", "--git-path", &r])
-    {
+    if let Some(p) = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r])) {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     git(&["describe", "--always", "--dirty"]).filter(|d| !d.is_empty())

@@ -789,9 +789,7 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
 
 /// `--section` and `--max-offset`, applied once, after the row's choice.
 fn apply_overrides(row: &Row, mut rule: Rule, configured: bool, over: &Overrides) -> Result<Scope, Error> {
-    if let Some(section) = &over.section
-        && section != rule.section
-    {
+    if let Some(section) = over.section.as_deref().filter(|&s| s != rule.section) {
         let known = configured || !row.table_needs_config;
         if known || (section != MCOUNT_LOC && section != PATCHABLE) {
             return Err(Error::Section(format!(

@@ -210,13 +210,13 @@ impl Layout {
                 .clone()
                 .or_else(|| last[r].map(|p| SectionDoubt::Preceded { by: sections[p].name.clone() }));
             last[r] = Some(i);
-            if overhang[r].is_none()
-                && let Some(sym) = symbols.in_section(i as u32).rev().find(|sym| sym.value > s.size)
-            {
-                overhang[r] = Some(SectionDoubt::Overhang {
-                    symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
-                    section: s.name.clone(),
-                });
+            if overhang[r].is_none() {
+                if let Some(sym) = symbols.in_section(i as u32).rev().find(|sym| sym.value > s.size) {
+                    overhang[r] = Some(SectionDoubt::Overhang {
+                        symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
+                        section: s.name.clone(),
+                    });
+                }
             }
         }
         Layout { size: sections.iter().map(|s| s.size).collect(), doubt, stripped_locals: false }

@@ -133,7 +133,12 @@ impl ElfInfo {
     /// A word read as a signed addend (REL), sign-extended from its width.
     #[must_use]
     pub fn signed_word(&self, value: u64) -> i64 {
-        if self.is_64 { value.cast_signed() } else { i64::from((value as u32).cast_signed()) }
+        // from_ne_bytes reinterprets the bits, as cast_signed (Rust 1.87) would.
+        if self.is_64 {
+            i64::from_ne_bytes(value.to_ne_bytes())
+        } else {
+            i64::from(i32::from_ne_bytes((value as u32).to_ne_bytes()))
+        }
     }
 }
 
@@ -465,9 +470,7 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
             info: sh.sh_info(endian),
             entsize: sh.sh_entsize(endian).into(),
         };
-        if let Some((start, _)) = s.file_range()
-            && (start > file_len || s.size > file_len - start)
-        {
+        if let Some((start, _)) = s.file_range().filter(|&(start, _)| start > file_len || s.size > file_len - start) {
             return Err(malformed(format!(
                 "section {} ({}) at {start:#x}+{:#x} runs past the end of the file ({file_len:#x} bytes)",
                 index.0, s.name, s.size
@@ -555,7 +558,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
     if rs.entsize != entsize {
         return Err(malformed(format!("{} has sh_entsize {}, expected {entsize}", rs.name, rs.entsize)));
     }
-    if !rs.size.is_multiple_of(entsize) {
+    if rs.size % entsize != 0 {
         return Err(malformed(format!(
             "{} is {:#x} bytes, not a whole number of {entsize}-byte entries",
             rs.name, rs.size
@@ -615,7 +618,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     if cs.sh_type == elf::SHT_NOBITS {
         return Err(malformed(format!("{} has no file data (SHT_NOBITS)", cs.name)));
     }
-    if !cs.size.is_multiple_of(word) {
+    if cs.size % word != 0 {
         return Err(malformed(format!("{} is {:#x} bytes, not a whole number of {word}-byte words", cs.name, cs.size)));
     }
     let table = section_table::<Elf>(data, info)?;
@@ -772,7 +775,7 @@ fn resolve<Elf: FileHeader<Endian = Endianness>>(
         return Target::odd(Odd::NoBits { section: target.name.clone() });
     }
     let value: u64 = sym.st_value(endian).into();
-    let offset = i128::from(value.cast_signed()) + i128::from(addend);
+    let offset = i128::from(i64::from_ne_bytes(value.to_ne_bytes())) + i128::from(addend);
     match u64::try_from(offset) {
         Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
         _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),

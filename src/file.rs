@@ -143,15 +143,29 @@ fn compressed(
 fn lock_current(path: &Path, shared: bool) -> Result<File, Error> {
     loop {
         let file = File::open(path)?;
-        if shared {
-            file.lock_shared()?;
-        } else {
-            file.lock()?;
-        }
+        flock(&file, shared)?;
         let now = fs::metadata(path)?;
         let held = file.metadata()?;
         if now.ino() == held.ino() && now.dev() == held.dev() {
             return Ok(file);
+        }
+    }
+}
+
+/// Wait for flock(2) on `file`, as `File::lock`/`lock_shared` do from Rust
+/// 1.89 on; the lock goes with the descriptor, so dropping `file` frees it.
+fn flock(file: &File, shared: bool) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX };
+    loop {
+        // SAFETY: flock takes a descriptor and a flag, and `file` keeps the
+        // descriptor open for the whole call.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
         }
     }
 }

@@ -111,9 +111,7 @@ pub struct Analysis {
 /// Decide what to do with a module's bytes. Pure: no I/O.
 pub fn analyze(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     let analysis = analyze_module(data, opts)?;
-    if opts.fatal_warnings
-        && let Some(w) = analysis.warnings.first()
-    {
+    if let Some(w) = analysis.warnings.first().filter(|_| opts.fatal_warnings) {
         return Err(Error::FatalWarning(w.clone()));
     }
     Ok(analysis)

@@ -132,7 +132,7 @@ fn build_with(a: &Target, vermagic: &str, local: bool) -> Vec<u8> {
         });
     }
     let word: u64 = if a.arch.address_size().unwrap().bytes() == 8 { 8 } else { 4 };
-    let locations: Vec<i64> = cases(a.before).iter().map(|c| c.0.cast_signed()).collect();
+    let locations: Vec<i64> = cases(a.before).iter().map(|c| i64::from_ne_bytes(c.0.to_ne_bytes())).collect();
     let cs = obj.add_section(Vec::new(), a.callsite.as_bytes().to_vec(), SectionKind::ReadOnlyData);
     obj.set_section_data(cs, vec![0u8; (locations.len() + 1) * word as usize], word);
     let sym = obj.section_symbol(text);

@@ -117,7 +117,7 @@ fn sigkill_during_atomic_runs_leaves_each_file_whole() {
             } else if now == *p {
                 processed += 1;
                 // Put most processed files back, so later kills meet work.
-                if !rng.next().is_multiple_of(4) {
+                if rng.next() % 4 != 0 {
                     fs::write(&m.path, o).unwrap();
                 }
             } else {

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The README's two commands, word for word, on a fresh machine: a new
+# Debian bookworm root (mmdebstrap --variant=apt) with only gcc, libc6-dev,
+# make, git, ca-certificates and python3, the host's Rust toolchain
+# (~/.rustup, ~/.cargo) bind-mounted, and a fresh clone of this checkout's
+# HEAD (uncommitted changes are not in it, as they would not be in a
+# newcomer's clone). The commands are the indented lines after the two
+# `<!-- fresh-check: ... -->` markers of README.md, so they cannot drift;
+# the first command's output must be the block the README shows after it.
+#
+# Usage: scripts/fresh-check.sh [--keep DIR]
+#   --keep DIR  build the root in DIR and leave it there (default: a
+#               temporary folder, removed at the end)
+#
+# Needs root (mmdebstrap's root mode, mounts, chroot); installs mmdebstrap
+# when it is missing.
+set -euo pipefail
+
+PROG="fresh-check"
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib.sh
+. "$REPO/scripts/lib.sh"
+
+keep=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --keep) [ $# -ge 2 ] || die "--keep needs a folder"; keep=$2; shift 2;;
+        -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
+        *) die "unknown argument: $1 (see --help)";;
+    esac
+done
+
+[ "$(id -u)" = 0 ] || die "needs root (mmdebstrap root mode, bind mounts, chroot)"
+missing_packages "mmdebstrap mmdebstrap" "/usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring" \
+    "unshare util-linux"
+install_packages "${MISSING[@]}"
+
+rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+[ -x "$cargo_home/bin/cargo" ] || die "no Rust toolchain at $cargo_home/bin/cargo (install it with rustup, README)"
+[ -d "$rustup_home/toolchains" ] || die "no rustup toolchains in $rustup_home"
+
+# The README's commands: the first indented line after each marker.
+readme_commands() {
+    awk '/^<!-- fresh-check: /{want=1; next} want && /^    [^ ]/{sub(/^    /, ""); print; want=0}' "$REPO/README.md"
+}
+# What the README says the first command prints: the indented block after
+# "It prints", up to the next blank line.
+readme_output() {
+    awk '/^It prints /{want=1; next} want && /^    /{sub(/^    /, ""); print; seen=1; next}
+        want && seen && /^$/{exit}' "$REPO/README.md"
+}
+mapfile -t commands < <(readme_commands)
+[ "${#commands[@]}" = 2 ] || die "README.md has ${#commands[@]} fresh-check commands, expected 2: ${commands[*]}"
+expected=$(readme_output)
+[ -n "$expected" ] || die "README.md shows no output for the first command (the block after \"It prints\")"
+
+if [ -n "$keep" ]; then
+    mkdir -p "$keep"
+    work=$(cd "$keep" && pwd)
+else
+    work=$(mktemp -d "${TMPDIR:-/tmp}/fresh-check.XXXXXX")
+    trap 'rm -rf --one-file-system "$work"' EXIT
+fi
+root=$work/root
+[ ! -e "$root" ] || die "$root exists; give --keep an empty folder"
+
+start=$SECONDS
+log "mmdebstrap bookworm into $root"
+mmdebstrap --variant=apt --quiet --include=gcc,libc6-dev,make,git,ca-certificates,python3 \
+    bookworm "$root" >"$work/mmdebstrap.log" 2>&1 || { cat "$work/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
+log "root ready in $((SECONDS - start)) s"
+git clone --quiet "$REPO" "$root/root/zero-weak-mcount" || die "git clone of $REPO failed"
+log "clone of HEAD $(git -C "$REPO" rev-parse --short HEAD)"
+
+# One private mount namespace: the bind mounts vanish with it, whatever
+# happens inside.
+inside=$(cat <<'EOF'
+set -euo pipefail
+root=$1 rustup_home=$2 cargo_home=$3
+shift 3
+mkdir -p "$root/dev" "$root/proc" "$root$rustup_home" "$root$cargo_home"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+mount --bind /proc "$root/proc"
+mount --bind "$rustup_home" "$root$rustup_home"
+mount --bind "$cargo_home" "$root$cargo_home"
+n=0
+for cmd in "$@"; do
+    n=$((n + 1))
+    t=$SECONDS
+    echo "fresh-check: command $n: $cmd" >&2
+    env -i HOME=/root TERM=dumb LANG=C.UTF-8 RUSTUP_HOME="$rustup_home" CARGO_HOME="$cargo_home" \
+        PATH="$cargo_home/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+        chroot "$root" /bin/sh -c "cd /root/zero-weak-mcount && $cmd" >"$root/../out$n.log" 2>&1 ||
+        { echo "fresh-check: command $n failed after $((SECONDS - t)) s: $cmd" >&2; tail -n 40 "$root/../out$n.log" >&2; exit 1; }
+    echo "fresh-check: command $n passed in $((SECONDS - t)) s" >&2
+done
+EOF
+)
+unshare --mount --propagation private bash -c "$inside" inside "$root" "$rustup_home" "$cargo_home" "${commands[@]}"
+
+# The tool's own lines of the first command's output (cargo's are
+# indented or start with its verbs).
+got=$(grep '^zero-weak-mcount: ' "$work/out1.log" || true)
+if [ "$got" != "$expected" ]; then
+    diff <(printf '%s\n' "$expected") <(printf '%s\n' "$got") >&2 || true
+    die "the first command printed other lines than the README shows (- README, + printed)"
+fi
+log "the first command printed the README's $(wc -l <<<"$expected") lines"
+summary=$(grep '^test result: ' "$work/out2.log" | awk '{p += $4; f += $6; i += $8} END {print p, f, i}')
+read -r passed failed ignored <<<"$summary"
+if [ "$failed" != 0 ] || [ "$ignored" != 0 ]; then
+    die "cargo test: $passed passed, $failed failed, $ignored ignored"
+fi
+log "both README commands passed in a fresh bookworm root ($((SECONDS - start)) s in all)"
+echo "fresh-check: $passed passed, 0 failed"
