@@ -272,7 +272,7 @@ def compare_named(orig, proc, mod, log, orig_ko):
                  invalid_before=dead(ol), invalid_after=dead(pl), zeroed=len(zeroed))
     if facts["lines_before"] == 0:
         problems.append(f"original boot shows no available_filter_functions lines for {mod}")
-    invalid = [ln for ln in pl if INVALID_RE.match(ln)]
+    invalid = [ln for ln in pl if ln.startswith(guest.INVALID)]
     if invalid:
         problems.append(f"processed {mod} has {len(invalid)} __ftrace_invalid_address___ line(s)")
     if facts["invalid_after"]:
