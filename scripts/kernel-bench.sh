@@ -91,7 +91,7 @@ if [ $amdgpu = 1 ]; then
     grep -qx 'CONFIG_DRM_AMDGPU=m' "$obj/.config" || die "the amdgpu config has no CONFIG_DRM_AMDGPU=m"
     log "building the amdgpu tree (make -j$jobs; log in $obj.log)"
     start=$(now)
-    make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage modules >"$obj.log" 2>&1 ||
+    locked make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage modules >"$obj.log" 2>&1 ||
         { tail -n 30 "$obj.log" >&2; die "the amdgpu tree did not build"; }
     log "amdgpu tree built in $(( $(now) - start )) s"
     echo "$(( $(now) - start ))" > "$work/tree-build-secs"
@@ -112,24 +112,24 @@ v=$work/variants
 rm -rf "$v"; mkdir -p "$v/tree/kernel/trace" "$v/tree/kernel/module"
 # From the tarball and the series, not from the tree, which an interrupted
 # run may have left holding a variant.
-tar -xJf "$tarball" -O linux-source-7.2/kernel/trace/ftrace.c > "$v/stock.c"
+tar -xJf "$tarball" -O linux-source-7.2/kernel/trace/ftrace.c > "$v/base-stock.c"
 tar -xJf "$tarball" -O linux-source-7.2/kernel/module/main.c > "$v/tree/kernel/module/main.c"
-cp "$v/stock.c" "$v/tree/kernel/trace/ftrace.c"
+cp "$v/base-stock.c" "$v/tree/kernel/trace/ftrace.c"
 (cd "$v/tree" && git apply --include=kernel/trace/ftrace.c --include=kernel/module/main.c "${PATCHES[@]}") ||
     die "the series does not apply to ftrace.c and main.c"
-cp "$v/tree/kernel/trace/ftrace.c" "$v/series.c"
+cp "$v/tree/kernel/trace/ftrace.c" "$v/base-series.c"
 cp "$v/tree/kernel/module/main.c" "$v/main.series.c"
 cp "$v/main.series.c" "$v/main.bench.c"
 patch -s "$v/main.bench.c" "$bp/time.patch" || die "$bp/time.patch does not apply to main.c"
 while read -r k base p; do
     [ -n "$k" ] || continue
-    cp "$v/$base.c" "$v/$k.c"
+    cp "$v/base-$base.c" "$v/$k.c"
     [ "$p" = - ] || patch -s "$v/$k.c" "$bp/$p" || die "$bp/$p does not apply"
 done <<<"$KERNELS"
 restore() {
     # Back to the series files, with a new mtime so that the next build
     # recompiles what a variant left in ftrace.o and main.o.
-    cmp -s "$v/series.c" "$ft" || { cp "$v/series.c" "$ft"; touch "$ft"; }
+    cmp -s "$v/base-series.c" "$ft" || { cp "$v/base-series.c" "$ft"; touch "$ft"; }
     cmp -s "$v/main.series.c" "$mc" || { cp "$v/main.series.c" "$mc"; touch "$mc"; }
 }
 trap restore EXIT
@@ -144,7 +144,7 @@ for k in $kernels; do
     cmp -s "$v/main.bench.c" "$mc" || cp "$v/main.bench.c" "$mc"
     log "building the $k kernel (incremental; log in $work/kernels/$k.log)"
     start=$(now)
-    make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage >"$work/kernels/$k.log" 2>&1 ||
+    locked make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage >"$work/kernels/$k.log" 2>&1 ||
         { tail -n 30 "$work/kernels/$k.log" >&2; die "the $k kernel did not build"; }
     cp "$obj/arch/x86/boot/bzImage" "$work/kernels/$k.bzImage"
     echo "$stamp" > "$work/kernels/$k.stamp"
@@ -172,7 +172,7 @@ else
     versions amdgpu "$obj/drivers/gpu/drm/amd/amdgpu/amdgpu.ko"
     stage=$work/stage
     rm -rf "$stage"
-    make -C "$src" O="$obj" ARCH=x86_64 INSTALL_MOD_PATH="$stage" modules_install >"$work/install.log" 2>&1 ||
+    locked make -C "$src" O="$obj" ARCH=x86_64 INSTALL_MOD_PATH="$stage" modules_install >"$work/install.log" 2>&1 ||
         { tail -n 20 "$work/install.log" >&2; die "modules_install failed"; }
     kver=$(ls "$stage/lib/modules")
     i=10
@@ -191,7 +191,7 @@ for n in $sizes; do
     if ! diff -rq "$g.new" "$g/src" >/dev/null 2>&1; then rm -rf "$g"; mkdir -p "$g"; mv "$g.new" "$g/src"; fi
     rm -rf "$g.new"
     start=$(now)
-    make -C "$src" O="$obj" M="$g/src" modules >"$g/build.log" 2>&1 ||
+    locked make -C "$src" O="$obj" M="$g/src" modules >"$g/build.log" 2>&1 ||
         { tail -n 20 "$g/build.log" >&2; die "the generated module of $n functions did not build"; }
     gen_secs[$n]=$(( $(now) - start ))
     versions "gen$n" "$g/src/zwmgen$n.ko"
