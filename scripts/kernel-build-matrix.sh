@@ -6,7 +6,8 @@
 #   scripts/kernel-build-matrix.sh [--rows "NAME..."] [--sides "stock series"] [--work DIR]
 #
 # For each row and side: the row's base config (a defconfig, or kernel-e2e's
-# config), its changes, olddefconfig, `make prepare`, then, at W=1, the
+# config), its changes, olddefconfig (which must keep every change: an
+# option something selects comes back on), `make prepare`, then, at W=1, the
 # folders of the .c files the series changes (kernel/module/,
 # kernel/trace/: what the config enables there; a changed object it does
 # not build is reported as such), and where the row says so a full link
@@ -28,9 +29,9 @@ PROG=kernel-build-matrix DIE_STATUS=2
 # name | ARCH | CROSS_COMPILE | base | config changes (scripts/config words) | full link | facts to show
 ROWS="
 x86_64-e2e        x86_64  -                       e2e                -                                                          -        X86_KERNEL_IBT,LIVEPATCH
-x86_64-nomodules  x86_64  -                       x86_64_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE,-d,MODULES            vmlinux  MODULES,DYNAMIC_FTRACE
-x86_64-nodynftrace x86_64 -                       x86_64_defconfig   -e,FUNCTION_TRACER,-d,DYNAMIC_FTRACE,-e,MODULES            -        MODULES,DYNAMIC_FTRACE
-x86_64-nokallsyms x86_64  -                       x86_64_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE,-d,KALLSYMS,-d,KPROBES,-d,BPF_SYSCALL,-d,LIVEPATCH  -  KALLSYMS,DYNAMIC_FTRACE
+x86_64-nomodules  x86_64  -                       e2e                -d,MODULES                                                 vmlinux  MODULES,DYNAMIC_FTRACE
+x86_64-nodynftrace x86_64 -                       e2e                -d,DYNAMIC_FTRACE                                          -        MODULES,DYNAMIC_FTRACE
+x86_64-nokallsyms x86_64  -                       e2e                -d,KALLSYMS,-d,KALLSYMS_ALL,-d,KPROBES,-d,LIVEPATCH,-d,FPROBE,-d,DYNAMIC_DEBUG  -  KALLSYMS,DYNAMIC_FTRACE
 arm64             arm64   aarch64-linux-gnu-      defconfig          -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        DYNAMIC_FTRACE_WITH_CALL_OPS,DYNAMIC_FTRACE_WITH_ARGS
 ppc64le           powerpc powerpc64le-linux-gnu-  ppc64le_defconfig  -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        MPROFILE_KERNEL,ARCH_USING_PATCHABLE_FUNCTION_ENTRY,PPC_FTRACE_OUT_OF_LINE
 ppc32-pmac32      powerpc powerpc-linux-gnu-      pmac32_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        ARCH_USING_PATCHABLE_FUNCTION_ENTRY
@@ -78,12 +79,23 @@ build() {
     else
         mkdir -p "$obj.config-new"
         locked "${mk[@]}" O="$obj.config-new" -s "$base" >/dev/null
-        if [ "$changes" != - ]; then
-            # shellcheck disable=SC2046 # the changes are words on purpose
-            "$src/scripts/config" --file "$obj.config-new/.config" $(tr ',' ' ' <<<"$changes")
-        fi
-        locked "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
     fi
+    if [ "$changes" != - ]; then
+        # shellcheck disable=SC2046 # the changes are words on purpose
+        "$src/scripts/config" --file "$obj.config-new/.config" $(tr ',' ' ' <<<"$changes")
+    fi
+    locked "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
+    # A row shows what it claims only if Kconfig kept every change.
+    set --
+    # shellcheck disable=SC2046 # the changes are words on purpose
+    [ "$changes" = - ] || set -- $(tr ',' ' ' <<<"$changes")
+    while [ $# -ge 2 ]; do
+        case "$1" in
+            -e) grep -qx "CONFIG_$2=y" "$obj.config-new/.config" || { log "$row: Kconfig did not keep $2=y"; return 1; };;
+            -d) ! grep -q "^CONFIG_$2=[ym]" "$obj.config-new/.config" || { log "$row: Kconfig did not keep $2 off"; return 1; };;
+        esac
+        shift 2
+    done
     install_config "$obj.config-new" "$obj"
     # The series changes no Kconfig option: both sides configure alike.
     if [ "$side" = series ] && [ -f "$work/$row-stock/.config" ]; then
