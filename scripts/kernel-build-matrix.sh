@@ -11,9 +11,10 @@
 # folders of the .c files the series changes (kernel/module/,
 # kernel/trace/: what the config enables there; a changed object it does
 # not build is reported as such), and where the row says so a full link
-# (vmlinux, for MODULES=n, where the series changes what is linked).  The compilers are Debian's (gcc-ARCH-linux-gnu); each build
-# holds /work/kbuild.lock when that file exists, so that one kernel build
-# runs at a time on a shared machine.
+# (vmlinux, for MODULES=n, where the series changes what is linked).  The
+# compilers are Debian's (gcc-ARCH-linux-gnu); each build holds the lock
+# file $ZWM_BUILD_LOCK when that is set (lib.sh's locked), so that one
+# kernel build runs at a time on a shared machine.
 #
 # Checked, per row: both sides build; the series side has no warning line
 # that the stock side lacks (warnings compared as text, the source tree's
