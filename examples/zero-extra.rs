@@ -27,7 +27,10 @@ fn main() {
         panic!("the kernel does not check this module");
     };
     let callsite = info.alloc_section(rule.section).expect("no callsite table");
-    let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().expect("no callsite relocations");
+    let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping)
+        .unwrap()
+        .table()
+        .expect("no callsite relocations");
     let symbols = SymbolIndex::new(&x.symbols, x.strings);
     let layout = Layout::for_rule(&info.sections, &symbols, &rule);
     let mut extra = None;

@@ -78,7 +78,9 @@ pub const REGIONS_MAY_TOUCH_SINCE: Release = release(6, 13, 0);
 fn in_fixed_line(kernel: Release, firsts: &[Release]) -> bool {
     let mainline = firsts[firsts.len() - 1];
     kernel >= mainline
-        || firsts.iter().any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
+        || firsts
+            .iter()
+            .any(|first| (kernel.major, kernel.minor) == (first.major, first.minor) && kernel.patch >= first.patch)
 }
 
 /// What one row's family function picks from the config.
@@ -383,7 +385,8 @@ pub const MAX_OFFSET_SINCE_PPC: Release = release(6, 2, 0);
 
 /// loongarch was read in 6.12 only, and no older Debian kernel exists for
 /// it: older ones are left alone.
-const LOONGARCH_OLDER: &str = "predates 6.12, the oldest loongarch kernel whose source this tool's rule was checked against";
+const LOONGARCH_OLDER: &str =
+    "predates 6.12, the oldest loongarch kernel whose source this tool's rule was checked against";
 
 /// `x86_64`: `FTRACE_MCOUNT_MAX_OFFSET` is `ENDBR_INSN_SIZE`, 4 with IBT, else 0.
 #[allow(clippy::unnecessary_wraps, reason = "every row's choose function has one signature")]
@@ -862,7 +865,9 @@ mod tests {
             assert!(row.since >= OLDEST_READ, "{}: no source older than 5.10 was read", row.arch);
         }
         // Every arch has a row from 5.10 on, but loongarch (read in 6.12 only).
-        for arch in [Arch::X86_64, Arch::I386, Arch::Ppc64, Arch::Ppc32, Arch::Arm64, Arch::Riscv, Arch::S390, Arch::Arm] {
+        for arch in
+            [Arch::X86_64, Arch::I386, Arch::Ppc64, Arch::Ppc32, Arch::Arm64, Arch::Riscv, Arch::S390, Arch::Arm]
+        {
             assert!(ROWS.iter().any(|r| r.arch == arch && r.since == OLDEST_READ), "{arch}");
         }
         assert!(ROWS.iter().all(|r| r.empty_table_fails == (r.arch == Arch::S390)));

@@ -903,7 +903,11 @@ pub struct TableSymbol {
 /// could see, or a relocation of another section against one of its symbols.
 /// Nothing of the kind is known in a real module (docs/rules.md, "Dropping
 /// an entry"), so such a module is left alone rather than guessed at.
-pub fn table_symbols(data: &[u8], info: &ElfInfo, callsite: &Callsite) -> Result<Result<Vec<TableSymbol>, String>, Error> {
+pub fn table_symbols(
+    data: &[u8],
+    info: &ElfInfo,
+    callsite: &Callsite,
+) -> Result<Result<Vec<TableSymbol>, String>, Error> {
     if info.is_64 {
         table_symbols_generic::<FileHeader64<Endianness>>(data, info, callsite)
     } else {

@@ -222,6 +222,9 @@ fn relocations(
     tail.resize(old.len() - first * entsize, 0);
     Ok(vec![
         Write { offset: rs.offset + (first * entsize) as u64, bytes: tail },
-        Write { offset: info.sh_size_field(callsite.reloc_section), bytes: info.word_bytes(kept * callsite.reloc_entsize) },
+        Write {
+            offset: info.sh_size_field(callsite.reloc_section),
+            bytes: info.word_bytes(kept * callsite.reloc_entsize),
+        },
     ])
 }

@@ -359,7 +359,8 @@ fn drop_symbols(
             cs.name, rule.arch
         )));
     }
-    Ok(elf::table_symbols(image, info, callsite)?.map_err(|why| format!("{why}: a drop cannot move it; left unchanged")))
+    Ok(elf::table_symbols(image, info, callsite)?
+        .map_err(|why| format!("{why}: a drop cannot move it; left unchanged")))
 }
 
 fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {
@@ -387,7 +388,9 @@ fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -
 mod tests {
     use super::*;
     use object::write::{Object, Relocation, Symbol, SymbolSection};
-    use object::{Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
+    use object::{
+        Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+    };
 
     /// An s390 module whose one callsite lies in no function.
     fn s390_all_dead() -> Vec<u8> {
@@ -429,7 +432,8 @@ mod tests {
             panic!("s390 6.12 is acted on")
         };
         assert!(rule.empty_table_fails);
-        rule.neutraliser = Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
+        rule.neutraliser =
+            Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
         let callsite = info.alloc_section(rule.section).unwrap();
         let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().unwrap();
         let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
@@ -439,6 +443,8 @@ mod tests {
         assert!(decided.plan.is_empty() && matches!(decided.left, Some((LeftAlone::NotChecked, _))));
         assert_eq!(warnings, [why]);
         // Without that loader fact the same drop would go ahead.
-        assert!(drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok());
+        assert!(
+            drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok()
+        );
     }
 }

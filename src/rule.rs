@@ -273,9 +273,9 @@ pub enum Neutraliser {
 impl fmt::Display for Neutraliser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Neutraliser::Zero => {
-                f.write_str("zero: the kernel skips a zero word (it tests for zero before adjusting, or its adjust maps 0 to 0)")
-            }
+            Neutraliser::Zero => f.write_str(
+                "zero: the kernel skips a zero word (it tests for zero before adjusting, or its adjust maps 0 to 0)",
+            ),
             Neutraliser::Drop { kernel, adjust } => write!(
                 f,
                 "drop: kernel {kernel} adjusts a callsite word before testing it for zero, and its adjust \
@@ -324,7 +324,6 @@ impl Rule {
         if init { Region::InitText } else { Region::Text }
     }
 }
-
 
 /// One callsite entry, reduced to what the decision needs.
 #[derive(Debug, Clone, PartialEq, Eq)]

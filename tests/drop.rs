@@ -100,7 +100,8 @@ fn symbols_in(data: &[u8], name: &str) -> Vec<(String, u64, usize)> {
     let h = object::elf::FileHeader64::<Endianness>::parse(data).unwrap();
     let e = h.endian().unwrap();
     let sections = h.sections(e, data).unwrap();
-    let (index, _) = sections.enumerate().find(|(_, s)| sections.section_name(e, s).unwrap() == name.as_bytes()).unwrap();
+    let (index, _) =
+        sections.enumerate().find(|(_, s)| sections.section_name(e, s).unwrap() == name.as_bytes()).unwrap();
     let symtab = sections.symbols(e, data, elf::SHT_SYMTAB).unwrap();
     let at = sections.section(symtab.section()).unwrap().sh_offset(e) as usize;
     symtab
@@ -115,7 +116,9 @@ fn symbols_in(data: &[u8], name: &str) -> Vec<(String, u64, usize)> {
 /// Relocation offsets of `.rela__patchable_function_entries`, in order.
 fn reloc_offsets(data: &[u8]) -> Vec<u64> {
     let (size, at, _) = section(data, ".rela__patchable_function_entries");
-    (0..size as usize / 24).map(|i| u64::from_le_bytes(data[at + i * 24..at + i * 24 + 8].try_into().unwrap())).collect()
+    (0..size as usize / 24)
+        .map(|i| u64::from_le_bytes(data[at + i * 24..at + i * 24 + 8].try_into().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -125,7 +128,8 @@ fn an_adjust_first_kernel_gets_its_dead_words_dropped() {
     assert!(matches!(an.outcome, Outcome::Changed { zeroed: 2, .. }), "{an:?}");
     assert!(an.summary.starts_with("dropped 2 of 5 entries [arm64"), "{}", an.summary);
     assert!(
-        an.details[0].starts_with("neutraliser drop: kernel 6.12.94 adjusts a callsite word before testing it for zero"),
+        an.details[0]
+            .starts_with("neutraliser drop: kernel 6.12.94 adjusts a callsite word before testing it for zero"),
         "{:#?}",
         an.details
     );

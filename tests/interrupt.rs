@@ -48,14 +48,15 @@ fn sigkill_during_atomic_runs_leaves_each_file_whole() {
     // The kinds of module: (original, processed).
     let kills = knob("ZWM_INTERRUPT_KILLS", 200);
     let big = knob("ZWM_INTERRUPT_BIG", 20_000);
-    let kinds: Vec<(Vec<u8>, Vec<u8>)> = [fs::read(MODULE).unwrap(), big_module(big), big_module(big / 4), arm64_adjust_first()]
-        .into_iter()
-        .map(|o| {
-            let p = analyze(&o, &Options::default()).unwrap().plan.apply_to(&o);
-            assert_ne!(o, p);
-            (o, p)
-        })
-        .collect();
+    let kinds: Vec<(Vec<u8>, Vec<u8>)> =
+        [fs::read(MODULE).unwrap(), big_module(big), big_module(big / 4), arm64_adjust_first()]
+            .into_iter()
+            .map(|o| {
+                let p = analyze(&o, &Options::default()).unwrap().plan.apply_to(&o);
+                assert_ne!(o, p);
+                (o, p)
+            })
+            .collect();
     // Many files on one command line: the small modules (one zeroed, one
     // dropped) in between big ones.
     let layout = [1, 0, 3, 2, 0, 1, 0, 3, 2, 0, 0, 3];

@@ -9,7 +9,9 @@ use std::fs;
 /// `use crate::NAME` and `crate::NAME::` in code (not in comments), by file.
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph = BTreeMap::new();
-    for entry in fs::read_dir(std::env::var("ZWM_SRC").unwrap_or(concat!(env!("CARGO_MANIFEST_DIR"), "/src").into())).unwrap() {
+    for entry in
+        fs::read_dir(std::env::var("ZWM_SRC").unwrap_or(concat!(env!("CARGO_MANIFEST_DIR"), "/src").into())).unwrap()
+    {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         if path.extension().is_none_or(|e| e != "rs") || name == "main" || name == "lib" {

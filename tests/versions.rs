@@ -170,7 +170,8 @@ fn where_regions_may_touch_and_the_lookup_is_unbounded_a_region_start_is_in_doub
     // before .text; the lookup was bounded to the region only in 7.2.13,
     // 6.12.117 and 7.3. An entry at .text+0 with no symbol before it is
     // zeroed only where no other region's symbol can be the nearest.
-    for (release, goes) in [("7.1.3", false), ("6.13.7", false), ("7.2.13", true), ("6.12.107", true), ("7.3.0", true)] {
+    for (release, goes) in [("7.1.3", false), ("6.13.7", false), ("7.2.13", true), ("6.12.107", true), ("7.3.0", true)]
+    {
         let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
         f.vermagic = Box::leak(format!("{release} SMP mod_unload").into_boxed_str());
         f.texts[0].ips.insert(0, 0);
@@ -185,7 +186,13 @@ fn mapping_symbols_follow_the_release() {
     // 6.1 skips only `.L*` and `$a/$t/$x/$d`; 6.12 on skip every `$*` and
     // `L0*`. So `$w` explains the entry 2 bytes after it on 6.1 alone, and
     // `$x` explains nothing anywhere.
-    for (release, symbol, goes) in [("6.1.0", "$w", false), ("7.2.13", "$w", true), ("6.1.0", "$x", true), ("6.1.0", "L0w", false), ("6.12.107", "L0w", true)] {
+    for (release, symbol, goes) in [
+        ("6.1.0", "$w", false),
+        ("7.2.13", "$w", true),
+        ("6.1.0", "$x", true),
+        ("6.1.0", "L0w", false),
+        ("6.12.107", "L0w", true),
+    ] {
         let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
         f.vermagic = Box::leak(format!("{release} SMP mod_unload").into_boxed_str());
         f.texts[0].symbols.push((symbol, 0x17e));

@@ -88,7 +88,8 @@ impl Fixture {
             // instruction pattern appears. x86_64 fixtures are IBT builds,
             // as distributions' x86_64 kernels are: their code holds endbr64,
             // which is what the tool reads IBT from without a config.
-            let pattern: [u8; 4] = if self.arch == Architecture::X86_64 { [0xf3, 0x0f, 0x1e, 0xfa] } else { [0x60, 0, 0, 0] };
+            let pattern: [u8; 4] =
+                if self.arch == Architecture::X86_64 { [0xf3, 0x0f, 0x1e, 0xfa] } else { [0x60, 0, 0, 0] };
             let filler: Vec<u8> = pattern.iter().copied().cycle().take(t.size as usize).collect();
             obj.set_section_data(id, filler, 16);
             for &(name, value) in &t.symbols {
@@ -180,7 +181,9 @@ pub fn standard(
         callsite,
         abs_type,
         adjust,
-        vermagic: if matches!(arch, Architecture::PowerPc | Architecture::PowerPc64) && callsite == "__patchable_function_entries" {
+        vermagic: if matches!(arch, Architecture::PowerPc | Architecture::PowerPc64)
+            && callsite == "__patchable_function_entries"
+        {
             VERMAGIC_PPC_PATCHABLE
         } else {
             VERMAGIC
