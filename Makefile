@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The commands a developer and CI need (`make check` is what .ci/run runs),
 # and `make install` for packagers.
-.PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e \
+.PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e kernel-e2e-7.3 \
 	kernel-bench kernel-bench-amdgpu tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
 	kernel-selftests kernel-build-matrix kernel-debug check bench fuzz
 
@@ -112,6 +112,11 @@ e2e: build
 
 kernel-e2e: build
 	scripts/kernel-e2e.sh
+
+# Not part of check: the series on experimental's 7.3 release candidate;
+# a cold build of one kernel and its broken variant (docs/kernel-e2e.md).
+kernel-e2e-7.3: build
+	scripts/kernel-e2e.sh --release 7.3
 
 # Not part of check: the series on ppc64le, cross-built with gcc; the build
 # alone takes most of an hour on 2 cores (docs/kernel-e2e.md).

@@ -94,8 +94,10 @@ find_tool() {
 
 # --- the kernel series and its source (kernel-e2e, kernel-bench, kernel-selftests) ---
 #   now                     seconds since the epoch
-#   series_source           set TARBALL (Debian's linux-source-7.2, fetched
-#                           with scripts/fetch-debian-kernel.sh) and PATCHES
+#   series_source [REL]     set TARBALL (Debian's linux-source-REL, fetched
+#                           with scripts/fetch-debian-kernel.sh from the
+#                           suite SOURCES names; REL defaults to 7.2),
+#                           TARDIR (the tarball's top folder) and PATCHES
 #                           (the NNNN-*.patch files of $ZWM_SERIES, default
 #                           kernel/)
 #   unpack_tree DIR SERIES  DIR holds TARBALL's tree, with the series applied
@@ -119,10 +121,19 @@ find_tool() {
 #                           NEW is removed
 now() { date +%s; }
 
+# The releases the series is built on: release, Debian suite.  7.3 is
+# experimental's release candidate, the newest source Debian has.
+SOURCES="
+7.2 sid
+7.3 experimental
+"
 series_source() {
-    local root
-    root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
-    TARBALL=$root/usr/src/linux-source-7.2.tar.xz
+    local rel=${1:-7.2} suite root
+    suite=$(awk -v r="$rel" '$1 == r {print $2}' <<<"$SOURCES")
+    [ -n "$suite" ] || die "no Debian source for release $rel (known: $(awk 'NF {printf "%s ", $1}' <<<"$SOURCES"))"
+    TARDIR=linux-source-$rel
+    root=$("$REPO/scripts/fetch-debian-kernel.sh" "$suite" amd64 "$TARDIR") || die "fetching $TARDIR failed"
+    TARBALL=$root/usr/src/$TARDIR.tar.xz
     [ -f "$TARBALL" ] || die "no $TARBALL"
     mapfile -t PATCHES < <(ls "${ZWM_SERIES:-$REPO/kernel}"/[0-9][0-9][0-9][0-9]-*.patch)
     [ ${#PATCHES[@]} -gt 0 ] || die "no ${ZWM_SERIES:-$REPO/kernel}/NNNN-*.patch"

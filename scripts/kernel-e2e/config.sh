@@ -31,7 +31,7 @@ make -s -C "$SRC" O="$OBJ" ARCH=x86_64 "$@" tinyconfig >/dev/null
 c() { "$SRC/scripts/config" --file "$OBJ/.config" "$@"; }
 c --enable 64BIT --enable SMP --enable PRINTK --enable PRINTK_TIME --enable EARLY_PRINTK \
   --enable BUG --enable TTY --enable SERIAL_8250 --enable SERIAL_8250_CONSOLE \
-  --enable BLK_DEV_INITRD --enable DEVTMPFS --enable PROC_FS --enable PROC_SYSCTL --enable SYSFS \
+  --enable BLK_DEV_INITRD --enable DEVTMPFS --enable PROC_FS --enable PROC_SYSCTL --enable SYSCTL --enable SYSFS \
   --enable TMPFS --enable SHMEM --enable BINFMT_ELF --enable BINFMT_SCRIPT \
   --enable MULTIUSER --enable FUTEX --enable POSIX_TIMERS --enable EPOLL \
   --enable SIGNALFD --enable TIMERFD --enable EVENTFD --enable AIO --enable FILE_LOCKING \
@@ -65,13 +65,15 @@ need() {
 }
 for o in CONFIG_MODULES=y CONFIG_MODULE_UNLOAD=y CONFIG_FUNCTION_TRACER=y \
          CONFIG_DYNAMIC_FTRACE=y CONFIG_X86_KERNEL_IBT=y CONFIG_KVM=m CONFIG_IRQ_BYPASS_MANAGER=m \
-         CONFIG_DEBUG_INFO_NONE=y CONFIG_SERIAL_8250_CONSOLE=y CONFIG_ACPI=y CONFIG_PROC_SYSCTL=y \
+         CONFIG_DEBUG_INFO_NONE=y CONFIG_SERIAL_8250_CONSOLE=y CONFIG_ACPI=y \
          CONFIG_BLK_DEV_INITRD=y CONFIG_DEVTMPFS=y CONFIG_BINFMT_SCRIPT=y \
          CONFIG_KPROBE_EVENTS=y CONFIG_FPROBE_EVENTS=y CONFIG_FUNCTION_GRAPH_TRACER=y \
          CONFIG_UPROBE_EVENTS=y CONFIG_HIST_TRIGGERS=y CONFIG_LIVEPATCH=y CONFIG_DEBUG_FS=y \
          CONFIG_SAMPLE_TRACE_PRINTK=m CONFIG_SAMPLE_TRACE_EVENTS=m CONFIG_SAMPLE_FTRACE_DIRECT=m; do
     need "$o"
 done
+# /proc/sys: PROC_SYSCTL up to 7.2, SYSCTL (fs/proc/Kconfig) from 7.3.
+if grep -qx 'config PROC_SYSCTL' "$SRC/fs/proc/Kconfig"; then need CONFIG_PROC_SYSCTL=y; else need CONFIG_SYSCTL=y; fi
 for o in CONFIG_DEBUG_INFO_BTF CONFIG_RUST CONFIG_MODULE_SIG CONFIG_MODVERSIONS; do
     if grep -q "^$o=y" "$OBJ/.config"; then
         echo "config.sh: $OBJ/.config has $o=y" >&2; exit 1
