@@ -36,6 +36,7 @@ Subcommands:
 import collections
 import json
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -107,22 +108,14 @@ def place_records(module, addrs, sections):
 def cmd_empty_table(src, dst, table="__mcount_loc"):
     """Write a copy of the 64-bit module SRC whose callsite table and its
     relocation section have sh_size 0: every entry dropped."""
-    import struct
     data = bytearray(read_module(src))
     if data[4] != 2:
         die(f"{src}: empty-table handles 64-bit modules only")
-    e = ">" if data[5] == 2 else "<"
-    shoff, = struct.unpack_from(e + "Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
-    secs = [struct.unpack_from(e + "IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    strtab = secs[shstrndx][4]
-
-    def name_of(h):
-        return data[strtab + h[0]:data.index(b"\0", strtab + h[0])].decode()
+    e = guest.elf_header(data)[0]
     hits = 0
-    for i, h in enumerate(secs):
-        if name_of(h) in (table, ".rela" + table):
-            struct.pack_into(e + "Q", data, shoff + i * shentsize + 32, 0)
+    for i, (name, *_rest) in enumerate(guest.elf_sections(data)):
+        if name in (table, ".rela" + table):
+            struct.pack_into(e + "Q", data, guest.elf_shdr_offset(data, i) + 32, 0)   # sh_size
             hits += 1
     if hits != 2:
         die(f"{src}: no {table} with its .rela{table}")
@@ -137,29 +130,22 @@ def cmd_noinit(src, dst):
     stay 0; do_init_module() calls nothing, and rmmod runs no exit that
     would tear down what init never set up. For kvm.ko under TCG, which has
     no SIE for kvm_s390_init() to find; the callsite table is untouched."""
-    import struct
     data = bytearray(read_module(src))
-    e = ">" if data[5] == 2 else "<"
     if data[4] != 2:
         die(f"{src}: noinit handles 64-bit modules only")
-    shoff, = struct.unpack_from(e + "Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
-    secs = [struct.unpack_from(e + "IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    strtab = secs[shstrndx][4]
-
-    def name_of(h):
-        return data[strtab + h[0]:data.index(b"\0", strtab + h[0])].decode()
-    rela = [h for h in secs if name_of(h) == ".rela.gnu.linkonce.this_module"]
+    e = guest.elf_header(data)[0]
+    secs = guest.elf_sections(data)
+    rela = [s for s in secs if s[0] == ".rela.gnu.linkonce.this_module"]
     if len(rela) != 1:
         die(f"{src}: no single .rela.gnu.linkonce.this_module")
-    h = rela[0]
-    symtab = secs[h[6]]
-    symstr = secs[symtab[6]][4]
+    _n, _t, _f, off, size, link, _e = rela[0]
+    symtab = secs[link]
+    symstr = secs[symtab[5]][3]
     hits = 0
-    for at in range(h[4], h[4] + h[5], 24):
+    for at in range(off, off + size, 24):
         info, = struct.unpack_from(e + "Q", data, at + 8)
         sym = info >> 32
-        name_at, = struct.unpack_from(e + "I", data, symtab[4] + sym * 24)
+        name_at, = struct.unpack_from(e + "I", data, symtab[3] + sym * 24)
         name = data[symstr + name_at:data.index(b"\0", symstr + name_at)]
         if name in (b"init_module", b"cleanup_module"):
             struct.pack_into(e + "Q", data, at + 8, sym << 32)    # type 0: R_*_NONE

@@ -157,19 +157,29 @@ def strip_signature(data):
     return data[:elf_len], True
 
 
-def elf_sections(data):
-    """[(name, type, flags, offset, size, link, entsize)] of an ELF image."""
+def elf_header(data):
+    """(byte order for struct, shoff, shentsize, shnum, shstrndx) of an ELF image."""
     if data[:4] != b"\x7fELF":
         raise ValueError("not an ELF file")
-    cls, e = data[4], "<" if data[5] == 1 else ">"
-    if cls == 2:
+    e = "<" if data[5] == 1 else ">"
+    if data[4] == 2:
         shoff, = struct.unpack_from(e + "Q", data, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x3A)
-        fmt = e + "IIQQQQIIQQ"
-    else:
-        shoff, = struct.unpack_from(e + "I", data, 0x20)
-        shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, 0x2E)
-        fmt = e + "IIIIIIIIII"
+        return (e, shoff) + struct.unpack_from(e + "HHH", data, 0x3A)
+    shoff, = struct.unpack_from(e + "I", data, 0x20)
+    return (e, shoff) + struct.unpack_from(e + "HHH", data, 0x2E)
+
+
+def elf_shdr_offset(data, index):
+    """Where section header INDEX of an ELF image starts in the file."""
+    _e, shoff, shentsize, _n, _s = elf_header(data)
+    return shoff + index * shentsize
+
+
+def elf_sections(data):
+    """[(name, type, flags, offset, size, link, entsize)] of an ELF image,
+    in section index order."""
+    e, shoff, shentsize, shnum, shstrndx = elf_header(data)
+    fmt = e + ("IIQQQQIIQQ" if data[4] == 2 else "IIIIIIIIII")
     raw = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
     strs = raw[shstrndx][4]
 

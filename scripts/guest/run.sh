@@ -7,19 +7,28 @@
 #
 #   scripts/guest/run.sh --arch ARCH --kernel FILE --out DIR
 #       [--busybox FILE] [--payload FILE]... [--add SRC=DEST]... [--tree DIR]...
-#       [--smp N] [--mem MB] [--timeout SEC] [--append ARGS] [MODULE.ko...]
+#       [--smp N] [--tcg-thread single|multi] [--mem MB] [--timeout SEC]
+#       [--append ARGS] [MODULE.ko...]
 #
 # ARCH is a row of scripts/guest/arches.tsv (QEMU binary, machine, CPU,
 # console, firmware, memory, timeout, the kernel image of a build tree, the
 # Debian arch, kernel arguments).  Without --busybox the guest gets the host's /bin/busybox
 # when the Debian arch is the host's, else Debian sid's busybox-static for
 # it (scripts/fetch-debian-kernel.sh).  MODULE.ko files (plain ELF) are
-# loaded in the order given, named after their .modinfo name=.  Each
+# loaded in the order given, named after their .modinfo name=.
+# --tcg-thread single runs every vCPU in one host thread, in turn, instead
+# of QEMU's default of one host thread a vCPU (where QEMU supports that):
+# the guest still has N CPUs whose code interleaves (what lockdep, RCU and
+# KASAN need), but only one runs at a time, switching between translated
+# blocks, so none runs code while another rewrites it.  It also keeps a
+# guest to one host core.  The debug-kernel proof needs it: with a thread
+# a vCPU, its kernels (stock ones too) died of "Oops: int3" while ftrace
+# patched their text (docs/kernel-e2e.md, "The debug kernel").  Each
 # --payload is sourced by /init in the order given; --add copies a file to
 # DEST in the initramfs, --tree copies a folder's contents to its root.
 #
-# Writes DIR/initrd.cpio, DIR/console.log, DIR/qemu.stderr, DIR/boot-seconds
-# and DIR/qemu-rc.  Exit status: 0 the guest powered off, 12 it timed out,
+# Writes DIR/initrd.cpio, DIR/qemu-cmd (QEMU's options), DIR/console.log,
+# DIR/qemu.stderr, DIR/boot-seconds and DIR/qemu-rc.  Exit status: 0 the guest powered off, 12 it timed out,
 # 2 usage or host error.  Judging the console is the caller's (guest.py).
 #
 #   scripts/guest/run.sh --image ARCH   the kernel image's path in a build tree
@@ -41,7 +50,7 @@ if [ "${1:-}" = --image ]; then
     arch_row "$2"; echo "$A_IMAGE"; exit 0
 fi
 
-arch= kernel= busybox= out= timeout= mem= smp=1 append=
+arch= kernel= busybox= out= timeout= mem= smp=1 append= tcg_thread=
 mods=() payloads=() adds=() trees=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -52,6 +61,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout=$2; shift 2;;
         --mem) mem=$2; shift 2;;
         --smp) smp=$2; shift 2;;
+        --tcg-thread) tcg_thread=$2; shift 2;;
         --append) append=$2; shift 2;;
         --payload) payloads+=("$2"); shift 2;;
         --add) adds+=("$2"); shift 2;;
@@ -62,6 +72,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$arch" ] && [ -n "$kernel" ] && [ -n "$out" ] || die "--arch, --kernel and --out are required"
+case "$tcg_thread" in ''|single|multi) ;; *) die "--tcg-thread is single or multi, not $tcg_thread";; esac
 arch_row "$arch"
 [ -f "$kernel" ] || die "no kernel $kernel"
 for t in cpio python3 "$A_QEMU"; do command -v "$t" >/dev/null || die "$t not found"; done
@@ -112,12 +123,13 @@ for t in ${trees[@]+"${trees[@]}"}; do
 done
 (cd "$rd" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) > "$out/initrd.cpio"
 
-qemu=("$A_QEMU" -accel tcg -smp "$smp" -m "${mem:-$A_MEM}")
+qemu=("$A_QEMU" -accel "tcg${tcg_thread:+,thread=$tcg_thread}" -smp "$smp" -m "${mem:-$A_MEM}")
 [ "$A_MACHINE" = - ] || qemu+=(-M "$A_MACHINE")
 [ "$A_CPU" = - ] || qemu+=(-cpu "$A_CPU")
 [ "$A_FIRMWARE" = - ] || qemu+=(-bios "$A_FIRMWARE")
 args=$append
 [ "$A_APPEND" = - ] || args="$A_APPEND${args:+ $args}"
+printf '%q ' "${qemu[@]}" -kernel "$kernel" > "$out/qemu-cmd"; echo >> "$out/qemu-cmd"
 start=$(date +%s.%N)
 set +e
 timeout -k 5 "${timeout:-$A_TIMEOUT}" "${qemu[@]}" -nographic -no-reboot \

@@ -9,7 +9,10 @@
 # module; /stress/rounds: how many rounds.  Every round loads and unloads
 # each case once; every fourth round also loads the first case and the
 # last one at the same time (two insmods in flight; they must be different
-# modules).  Reports "@@ZWM STRESS rounds=N loads=N failed=N toggles=N".
+# modules).  Marks each round's start with "@@ZWM ROUND N UPTIME BAD", BAD
+# the count of kernel log lines so far that look like a splat (the console
+# shows only errors, so a run cut short still tells what it logged).
+# Reports "@@ZWM STRESS rounds=N loads=N failed=N toggles=N".
 rounds=$(cat /stress/rounds)
 rm -f /tmp/stress-stop /tmp/stress-toggles
 (
@@ -26,6 +29,7 @@ first=$(head -n 1 /stress/cases)
 last=$(tail -n 1 /stress/cases)
 loads=0 failed=0 r=1
 while [ $r -le "$rounds" ]; do
+    echo "@@ZWM ROUND $r $(cut -d' ' -f1 /proc/uptime) $(dmesg | grep -c -e WARNING: -e BUG: -e Oops -e 'Call Trace' -e 'ftrace bug')"
     while read -r c mod; do
         insmod /stress/$c.ko || failed=$((failed + 1))
         rmmod $mod || failed=$((failed + 1))
