@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # kernel-bench.sh — module load cost on five kernels side by side.
 #
-#   scripts/kernel-bench.sh [--amdgpu] [--rounds N] [--loads N] [--sizes "N..."] [--work DIR]
+#   scripts/kernel-bench.sh [--amdgpu] [--boot-only] [--rounds N] [--loads N] [--sizes "N..."] [--work DIR]
 #
 # Five x86_64 7.2 kernels, built from the series tree of scripts/kernel-e2e.sh
 # (same config, same struct module, same vermagic, so every module loads
@@ -42,6 +42,9 @@
 # loads each kvm.ko case --loads times and each generated case once.
 # scripts/kernel-bench/report.py writes WORK/report.md and WORK/curve.svg.
 #
+# --boot-only boots the kernels and modules an earlier run left in WORK,
+# building nothing (for a rerun on a quieter host).
+#
 # Defaults: --rounds 3 --loads 5 --sizes "1000 2000 4000 8000 17000",
 # WORK ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-bench.  Needs what
 # kernel-e2e.sh needs (it runs `kernel-e2e.sh --build-only` first).
@@ -52,12 +55,13 @@ HERE=$REPO/scripts/kernel-bench
 PROG=kernel-bench DIE_STATUS=2
 . "$REPO/scripts/lib.sh"
 
-rounds=3 loads=5 sizes="1000 2000 4000 8000 17000" amdgpu=0
+rounds=3 loads=5 sizes="1000 2000 4000 8000 17000" amdgpu=0 boot_only=0
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-bench
 while [ $# -gt 0 ]; do
     case "$1" in
         --amdgpu) amdgpu=1; shift;;
+        --boot-only) boot_only=1; shift;;
         --rounds) rounds=$2; shift 2;;
         --loads) loads=$2; shift 2;;
         --sizes) sizes=$2; shift 2;;
@@ -69,6 +73,20 @@ done
 mkdir -p "$work"/{kernels,modules,boots}
 jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 
+# The five kernels: name | the ftrace.c it starts from | the patch applied to it
+KERNELS="
+stock  stock   -
+v1     stock   v1.patch
+v2     series  v2.patch
+floor  series  floor.patch
+ours   series  -
+"
+kernels=$(awk 'NF {printf "%s ", $1}' <<<"$KERNELS")
+m=$work/modules
+declare -A gen_secs
+
+# --boot-only boots what an earlier run built and left in WORK, as it is.
+if [ $boot_only = 0 ]; then
 # --- the stock and series trees and kvm.ko, as the kernel e2e builds them -----------
 # (--amdgpu builds a tree of its own, below, and leaves kernel-e2e's alone,
 # so the two benches can run side by side.)
@@ -98,14 +116,6 @@ if [ $amdgpu = 1 ]; then
 fi
 
 # --- five kernels ------------------------------------------------------------------
-# name | the ftrace.c it starts from | the patch applied to it
-KERNELS="
-stock  stock   -
-v1     stock   v1.patch
-v2     series  v2.patch
-floor  series  floor.patch
-ours   series  -
-"
 bp=${ZWM_BENCH_PATCHES:-$HERE}
 ft=$src/kernel/trace/ftrace.c mc=$src/kernel/module/main.c
 v=$work/variants
@@ -133,7 +143,6 @@ restore() {
     cmp -s "$v/main.series.c" "$mc" || { cp "$v/main.series.c" "$mc"; touch "$mc"; }
 }
 trap restore EXIT
-kernels=$(awk 'NF {printf "%s ", $1}' <<<"$KERNELS")
 for k in $kernels; do
     stamp=$(cat "$v/$k.c" "$v/main.bench.c" "$obj/.config" "${PATCHES[@]}" | sha256sum | cut -d' ' -f1)
     if [ -f "$work/kernels/$k.stamp" ] && [ "$(cat "$work/kernels/$k.stamp")" = "$stamp" ] &&
@@ -153,7 +162,6 @@ done
 restore
 
 # --- modules -----------------------------------------------------------------------
-m=$work/modules
 rm -rf "$m"; mkdir -p "$m/deps"
 # Three forms of a module as built.
 versions() { # NAME KO
@@ -183,7 +191,6 @@ else
 fi
 cases=("kvm-unchecked kvm $loads digest" "kvm-processed kvm $loads digest" "kvm-stripped kvm $loads digest")
 [ $amdgpu = 0 ] || cases+=("amdgpu-unchecked amdgpu 1 digest" "amdgpu-processed amdgpu 1 digest" "amdgpu-stripped amdgpu 1 digest")
-declare -A gen_secs
 for n in $sizes; do
     g=$work/gen/$n
     python3 "$HERE/genmod.py" "$g.new" "zwmgen$n" "$n"
@@ -206,6 +213,14 @@ printf '%s\n' "${cases[@]}" > "$m/cases"
         printf '%s\t%s\t%d\t%d\n' "$b" "$(stat -c %s "$f")" "0x$(echo "$t" | cut -d: -f2)" "0x$(echo "$t" | cut -d: -f3)"
     done
 } > "$m/sizes.tsv"
+else
+    for k in $kernels; do
+        [ -f "$work/kernels/$k.bzImage" ] || die "--boot-only: no $work/kernels/$k.bzImage (run without it first)"
+    done
+    [ -f "$m/cases" ] && [ -f "$m/sizes.tsv" ] || die "--boot-only: no modules in $m (run without it first)"
+    sizes=$(sed -n 's/^gen\([0-9]*\)-unchecked .*/\1/p' "$m/cases" | tr '\n' ' ')
+    loads=$(awk '$1 == "kvm-unchecked" {print $3}' "$m/cases")
+fi
 
 # --- boots -------------------------------------------------------------------------
 # The guest runner with payload loads.sh; the dependencies load first, in
@@ -228,7 +243,7 @@ done
 {
     echo "Boots: $rounds rounds x 5 kernels, $(( $(now) - start )) s in all; kvm.ko cases loaded $loads times per boot, generated modules once."
     echo -n "Generated module build times (s):"
-    for n in $sizes; do echo -n " $n functions ${gen_secs[$n]};"; done
+    for n in $sizes; do echo -n " $n functions ${gen_secs[$n]:-not rebuilt};"; done
     echo
     [ ! -f "$work/tree-build-secs" ] || echo "The amdgpu tree's cold build took $(cat "$work/tree-build-secs") s (make -j$jobs)."
 } > "$work/header.md"
