@@ -12,7 +12,7 @@
 #              it, then "@@ZWM LIVEPATCH-RC NAME rc=N" (4: skipped)
 #   probes:    for each module form in /probes/FORM/: a kprobe, an fprobe
 #              and the function_graph tracer on trace-events-sample's
-#              simple_thread_func (its kthread calls it every second):
+#              do_simple_thread_func (its kthread calls it every second):
 #              "@@ZWM PROBE FORM KIND hits=N"
 . /selftests.conf
 # The livepatch tests need debugfs (dynamic debug, kprobes) and a build
@@ -46,25 +46,38 @@ esac
 probe() { # FORM KIND: enable what the caller set up, count its hits
     echo > $T/trace
     sleep 3
-    echo "@@ZWM PROBE $1 $2 hits=$(grep -c simple_thread_func $T/trace)"
+    echo "@@ZWM PROBE $1 $2 hits=$(grep -c "$fn" $T/trace)"
+}
+define() { # FORM KIND FILE DEFINITION: add a dynamic event, or say why not
+    echo "$4" > $T/$3 && return 0
+    echo "@@ZWM PROBE $1 $2 hits=0"
+    echo "probes: '$4' > $3 failed: $(tail -n 2 $T/error_log | tr '\n' ' ')"
+    return 1
 }
 case " $SUITES " in *" probes "*)
     for d in /probes/*/; do
         [ -d "$d" ] || continue
         f=${d%/}; f=${f##*/}
         insmod $d/trace-events-sample.ko || { echo "@@ZWM PROBE $f insmod hits=0"; continue; }
-        # gcc may give it a suffix (.constprop.0): the name ftrace lists.
-        fn=$(grep -o '^simple_thread_func[^ ]*' $T/available_filter_functions | head -n 1)
-        echo "p:zwm/kp trace_events_sample:$fn" > $T/kprobe_events
-        echo 1 > $T/events/zwm/kp/enable
-        probe $f kprobe
-        echo 0 > $T/events/zwm/kp/enable
-        echo > $T/kprobe_events
-        echo "f:zwm/fp $fn" > $T/dynamic_events
-        echo 1 > $T/events/zwm/fp/enable
-        probe $f fprobe
-        echo 0 > $T/events/zwm/fp/enable
-        echo > $T/dynamic_events
+        # The event-sample kthread calls simple_thread_func every second,
+        # which gcc inlines; what stays a function is the one it calls,
+        # do_simple_thread_func, maybe with a suffix (.constprop.0): take
+        # the name ftrace lists.
+        fn=$(grep -o '^do_simple_thread_func[^ ]*' $T/available_filter_functions | head -n 1)
+        fn=${fn:-do_simple_thread_func}
+        echo > $T/error_log
+        if define $f kprobe kprobe_events "p:zwm/kp trace_events_sample:$fn"; then
+            echo 1 > $T/events/zwm/kp/enable
+            probe $f kprobe
+            echo 0 > $T/events/zwm/kp/enable
+            echo > $T/kprobe_events
+        fi
+        if define $f fprobe dynamic_events "f:zwm/fp $fn"; then
+            echo 1 > $T/events/zwm/fp/enable
+            probe $f fprobe
+            echo 0 > $T/events/zwm/fp/enable
+            echo > $T/dynamic_events
+        fi
         echo ':mod:trace_events_sample' > $T/set_ftrace_filter
         echo function_graph > $T/current_tracer
         probe $f function_graph
