@@ -7,7 +7,9 @@
 # and FTRACE_TESTS, the ftracetest cases to run (empty: all).
 # /lib/modules/$(uname -r) is a modprobe tree (modules.dep from depmod).
 #   preload:   "@@ZWM PRELOAD MOD rc=N"
-#   ftrace:    ftracetest's whole output between FTRACETEST-BEGIN/-END
+#   ftrace:    ftracetest's whole output between FTRACETEST-BEGIN/-END,
+#              then the last lines of the log of each test that did not
+#              pass, each in a FTRACELOG block named after the log
 #   livepatch: each test-*.sh's output in a LIVEPATCH block named after
 #              it, then "@@ZWM LIVEPATCH-RC NAME rc=N" (4: skipped)
 #   probes:    for each module form in /probes/FORM/: a kprobe, an fprobe
@@ -30,6 +32,14 @@ case " $SUITES " in *" ftrace "*)
     (cd /selftests/ftrace && ./ftracetest -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1)
     cat /tmp/ftracetest.out
     echo "@@ZWM FTRACETEST-END"
+    # ftracetest keeps the log of every test that did not pass: the end of
+    # each says why.
+    for l in /tmp/ftrace-logs/*; do
+        [ -f "$l" ] || continue
+        echo "@@ZWM FTRACELOG-BEGIN ${l##*/}"
+        tail -n 40 "$l"
+        echo "@@ZWM FTRACELOG-END ${l##*/}"
+    done
     echo "@@ZWM TIME ftrace $(cut -d' ' -f1 /proc/uptime)";;
 esac
 case " $SUITES " in *" livepatch "*)
