@@ -177,7 +177,8 @@ boot() { # FORM
         --tree "$work/tree-$f" --add "$out/selftests.conf=selftests.conf" \
         --add "$work/ftrace=selftests/ftrace" "${adds[@]}" \
         --add "$work/test_klp-call_getpid=selftests/livepatch/test_klp-call_getpid" \
-        --add "/bin/bash-static=bin/bash" --add "$HERE/sysctl=bin/sysctl" --add "$HERE/date=bin/date" ||
+        --add "/bin/bash-static=bin/bash" --add "$HERE/sysctl=bin/sysctl" --add "$HERE/date=bin/date" \
+        --add "$HERE/modinfo=bin/modinfo" --add "$HERE/getconf=bin/getconf" ||
         log "warning: the guest did not power off in time ($out)"
     log "$f: booted in $(cat "$out/boot-seconds") s"
 }

@@ -21,12 +21,23 @@
 # folder to exist; the console gets only emergencies, so that no kernel
 # message splits a verdict line (the suites read the kernel log themselves).
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# bash's process substitution (the livepatch tests' diff <(...)) needs it.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+# The inter-event histogram tests ping 127.0.0.1, and the tracefs
+# ownership and gid= tests take another user and group from /etc/passwd
+# and /etc/group: a loopback that is up, and a second user and group.
+ip link set lo up 2>/dev/null
+[ -f /etc/passwd ] || printf 'root:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n' > /etc/passwd
+[ -f /etc/group ] || printf 'root:x:0:\nnogroup:x:65534:\n' > /etc/group
 mkdir -p /lib/modules/$(uname -r)/build
 echo 1 > /proc/sys/kernel/printk
 case " $SUITES " in *" preload "*)
     modprobe $PRELOAD; echo "@@ZWM PRELOAD $PRELOAD rc=$?";;
 esac
 case " $SUITES " in *" ftrace "*)
+    # The trace remote tests require remotes/test before their own setup
+    # would load the module that makes it.
+    modprobe remote_test; echo "@@ZWM PRELOAD remote_test rc=$?"
     echo "@@ZWM FTRACETEST-BEGIN"
     # shellcheck disable=SC2086 # FTRACE_TESTS are words (empty: all tests)
     (cd /selftests/ftrace && ./ftracetest -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1)
