@@ -69,11 +69,11 @@ def verdicts(con):
 def read_boot(d):
     con = guest.read_console(d)
     conf = (d / "selftests.conf").read_text()
+    suites = conf.split("\n")[0].split("=", 1)[1].strip('"').split()
     return {"dir": d, "form": (d / "form").read_text().strip(), "con": con, "v": verdicts(con),
-            "kernel": (d / "kernel").read_text().strip(), "conf": conf,
+            "kernel": (d / "kernel").read_text().strip(), "conf": conf, "suites": suites,
             # Whether the boot ran the whole of ftracetest, or only some of it.
-            "ftrace_all": " ftrace " in " " + conf.split("\n")[0].split("=", 1)[1].strip('"') + " "
-            and 'FTRACE_TESTS=""' in conf}
+            "ftrace_all": "ftrace" in suites and 'FTRACE_TESTS=""' in conf}
 
 
 def check_boot(b):
@@ -90,7 +90,7 @@ def check_boot(b):
         if ran_ftrace and got != "PASS":
             fails.append(f"{b['form']}: '{name}' is {got}, not PASS")
     fails += [f"{b['form']}: {n}: {v}" for n, v in b["v"].items() if n.startswith("probe: ") and v != "PASS"]
-    if not any(n.startswith("ftrace: ") for n in b["v"]) and " ftrace" in b["conf"].split("\n")[0]:
+    if not any(n.startswith("ftrace: ") for n in b["v"]) and "ftrace" in b["suites"]:
         fails.append(f"{b['form']}: no ftracetest verdicts")
     b["bugs"] = [x.strip() for x in con["dmesg"] if any(k in x for k in BUG)] + con["panic"]
     return fails
@@ -137,8 +137,8 @@ def main():
     tally = [collections.Counter(v.split(" ")[0] for v in m["v"].values()) for m in merged]
     for k in sorted({k for t in tally for k in t}):
         counts.append(f"| {k} | " + " | ".join(str(t.get(k, 0)) for t in tally) + " |")
-    times = [f"{b['form']} ({b['kernel']}; {b['conf'].split(chr(10))[0]}"
-             f"{'' if b['ftrace_all'] or ' ftrace' not in b['conf'].split(chr(10))[0] else ', some ftracetest cases'}):"
+    times = [f"{b['form']} ({b['kernel']}; {' '.join(b['suites'])}"
+             f"{'' if b['ftrace_all'] or 'ftrace' not in b['suites'] else ', some ftracetest cases'}):"
              f" {(b['dir'] / 'boot-seconds').read_text().strip()} s" for b in boots]
     text = ("Boots:\n" + "".join(f"- {t}\n" for t in times) + "\n" + "\n".join(counts) + "\n\n" + "\n".join(rows) + "\n")
     return guest.verdict(out, text, fails, "kernel-selftests")
