@@ -6,7 +6,7 @@
 #
 #   scripts/kernel-selftests.sh [--work DIR] [--forms "stock processed unchecked stripped"]
 #                               [--suites "preload ftrace livepatch probes"] [--jobs N]
-#                               [--module-tests-only "FORM..."] [--report-only]
+#                               [--module-tests-only "FORM..."] [--no-build] [--report-only]
 #
 # The kernels are kernel-e2e's x86_64 pair (`kernel-e2e.sh --build-only`),
 # whose one config has what both suites need.  Each boot (one vCPU, TCG)
@@ -35,8 +35,10 @@
 # module tests (MODULE_TESTS below), for time: a whole ftracetest run takes
 # most of an hour of TCG.
 # --jobs N boots N guests at once (default 1: every boot has a host core to
-# itself, as the timing-sensitive tests expect); --report-only judges the
-# boots of an earlier run again.
+# itself, as the timing-sensitive tests expect); --no-build boots the
+# kernels as they are, without kernel-e2e.sh --build-only (while another job
+# holds a tree); --report-only judges the boots of an earlier run again.
+# Only the kernels the forms name are staged.
 # Default WORK ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-selftests.
 # Needs what kernel-e2e.sh needs, and bash-static and libc6-dev.
 set -euo pipefail
@@ -50,7 +52,7 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-selftests
 forms="stock stock-stripped processed unchecked stripped"
 suites="preload ftrace livepatch probes"
-jobs=1 report_only=0 subset_forms=
+jobs=1 report_only=0 build=1 subset_forms=
 # The ftracetest cases that load modules (modprobe of the sample modules).
 MODULE_TESTS="test.d/ftrace/func_mod_trace.tc test.d/kprobe/kprobe_module.tc test.d/event/event-mod.tc
  test.d/event/trace_printk.tc test.d/dynevent/add_remove_fprobe_module.tc
@@ -63,6 +65,7 @@ while [ $# -gt 0 ]; do
         --jobs) jobs=$2; shift 2;;
         --module-tests-only) subset_forms=$2; shift 2;;
         --report-only) report_only=1; shift;;
+        --no-build) build=0; shift;;
         *) arg_error "$1";;
     esac
 done
@@ -74,7 +77,7 @@ missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.
 install_packages "${MISSING[@]}"
 
 e2e=$cache/kernel-e2e
-"$REPO/scripts/kernel-e2e.sh" --build-only || die "kernel-e2e.sh --build-only failed"
+[ $build = 0 ] || "$REPO/scripts/kernel-e2e.sh" --build-only || die "kernel-e2e.sh --build-only failed"
 ZWM=$(find_tool "${ZWM:-}") || exit 2
 kver=$(cat "$e2e/obj-series/include/config/kernel.release")
 [ "$kver" = "$(cat "$e2e/obj-stock/include/config/kernel.release")" ] || die "the two kernels' releases differ"
@@ -116,8 +119,8 @@ form_tree() {
         esac
     done < <(find "$t/lib/modules/$kver/kernel" "$t/selftests/livepatch/test_modules" -name '*.ko')
 }
-stage stock
-stage series
+case " $forms " in *" stock "*|*" stock-stripped "*) stage stock;; esac
+for f in $forms; do case "$f" in stock*) ;; *) stage series; break;; esac; done
 for f in $forms; do
     case "$f" in
         stock) t=$work/tree-stock; rm -rf "$t"; cp -a "$work/stage-stock" "$t"
@@ -174,7 +177,8 @@ boot() { # FORM
         --tree "$work/tree-$f" --add "$out/selftests.conf=selftests.conf" \
         --add "$work/ftrace=selftests/ftrace" "${adds[@]}" \
         --add "$work/test_klp-call_getpid=selftests/livepatch/test_klp-call_getpid" \
-        --add "/bin/bash-static=bin/bash" --add "$HERE/sysctl=bin/sysctl" --add "$HERE/date=bin/date" ||
+        --add "/bin/bash-static=bin/bash" --add "$HERE/sysctl=bin/sysctl" --add "$HERE/date=bin/date" \
+        --add "$HERE/modinfo=bin/modinfo" --add "$HERE/getconf=bin/getconf" ||
         log "warning: the guest did not power off in time ($out)"
     log "$f: booted in $(cat "$out/boot-seconds") s"
 }
