@@ -33,11 +33,11 @@ x86_64-e2e        x86_64  -                       e2e                -          
 x86_64-nomodules  x86_64  -                       e2e                -d,MODULES                                                 vmlinux  MODULES,DYNAMIC_FTRACE
 x86_64-nodynftrace x86_64 -                       e2e                -d,DYNAMIC_FTRACE                                          -        MODULES,DYNAMIC_FTRACE
 x86_64-nokallsyms x86_64  -                       e2e                -d,KALLSYMS,-d,KALLSYMS_ALL,-d,KPROBES,-d,LIVEPATCH,-d,FPROBE,-d,DYNAMIC_DEBUG  -  KALLSYMS,DYNAMIC_FTRACE
-arm64             arm64   aarch64-linux-gnu-      defconfig          -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        DYNAMIC_FTRACE_WITH_CALL_OPS,DYNAMIC_FTRACE_WITH_ARGS
-ppc64le           powerpc powerpc64le-linux-gnu-  ppc64le_defconfig  -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        MPROFILE_KERNEL,ARCH_USING_PATCHABLE_FUNCTION_ENTRY,PPC_FTRACE_OUT_OF_LINE
-ppc32-pmac32      powerpc powerpc-linux-gnu-      pmac32_defconfig   -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        ARCH_USING_PATCHABLE_FUNCTION_ENTRY
-riscv64           riscv   riscv64-linux-gnu-      defconfig          -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        DYNAMIC_FTRACE_WITH_CALL_OPS
-s390              s390    s390x-linux-gnu-        defconfig          -e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE                       -        DYNAMIC_FTRACE_WITH_REGS
+arm64             arm64   aarch64-linux-gnu-      defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_CALL_OPS,DYNAMIC_FTRACE_WITH_ARGS
+ppc64le           powerpc powerpc64le-linux-gnu-  ppc64le_defconfig  -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        MPROFILE_KERNEL,ARCH_USING_PATCHABLE_FUNCTION_ENTRY,PPC_FTRACE_OUT_OF_LINE
+ppc32-pmac32      powerpc powerpc-linux-gnu-      pmac32_defconfig   -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        ARCH_USING_PATCHABLE_FUNCTION_ENTRY
+riscv64           riscv   riscv64-linux-gnu-      defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_CALL_OPS
+s390              s390    s390x-linux-gnu-        defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_REGS
 "
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-build-matrix rows= sides="stock series"
