@@ -30,7 +30,8 @@ PROG=kernel-build-matrix DIE_STATUS=2
 # Every defconfig row turns FTRACE on first: FUNCTION_TRACER sits in its menu, and
 # arm64's defconfig has it off.  riscv64 drops compressed instructions: with them
 # dynamic ftrace needs -fmin-function-alignment, which gcc 12 lacks
-# (GCC_SUPPORTS_DYNAMIC_FTRACE, arch/riscv/Kconfig).
+# (GCC_SUPPORTS_DYNAMIC_FTRACE, arch/riscv/Kconfig); EFI selects them, and
+# PORTABLE, on unless NONPORTABLE, selects EFI.
 # name | ARCH | CROSS_COMPILE | base | config changes (scripts/config words) | full link | facts to show
 ROWS="
 x86_64-e2e        x86_64  -                       e2e                -                                                          -        X86_KERNEL_IBT,LIVEPATCH
@@ -40,7 +41,7 @@ x86_64-nokallsyms x86_64  -                       e2e                -d,KALLSYMS
 arm64             arm64   aarch64-linux-gnu-      defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_CALL_OPS,DYNAMIC_FTRACE_WITH_ARGS
 ppc64le           powerpc powerpc64le-linux-gnu-  ppc64le_defconfig  -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        MPROFILE_KERNEL,ARCH_USING_PATCHABLE_FUNCTION_ENTRY,PPC_FTRACE_OUT_OF_LINE
 ppc32-pmac32      powerpc powerpc-linux-gnu-      pmac32_defconfig   -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        ARCH_USING_PATCHABLE_FUNCTION_ENTRY
-riscv64           riscv   riscv64-linux-gnu-      defconfig          -d,RISCV_ISA_C,-e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE -        DYNAMIC_FTRACE_WITH_CALL_OPS
+riscv64           riscv   riscv64-linux-gnu-      defconfig          -e,NONPORTABLE,-d,EFI,-d,RISCV_ISA_C,-e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE -        DYNAMIC_FTRACE_WITH_CALL_OPS
 s390              s390    s390x-linux-gnu-        defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_REGS
 "
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
