@@ -170,17 +170,33 @@ def zeroed_locations(log):
     return out
 
 
+def boot_problems(orig, proc, mod):
+    """What the check-less comparisons ask of the boots before anything
+    else: both ran to the end, and the processed module loaded."""
+    problems = [f"{tag} boot failed: {r.get('why')}"
+                for r, tag in ((orig, "original"), (proc, "processed")) if r.get("exit") != EXIT_OK]
+    if proc["insmod"].get(mod) != 0:
+        problems.append(f"processed {mod} did not load (insmod rc {proc['insmod'].get(mod)})")
+    return problems
+
+
+def after_load_problems(orig, proc, mod):
+    """And after: the smoke test passed and dmesg is clean, in each boot."""
+    problems = []
+    for r, tag in ((orig, "original"), (proc, "processed")):
+        s = r["smoke"].get(mod)
+        if not s or s["result"] != "ok":
+            problems.append(f"{tag}: ftrace smoke test for {mod} failed: {s['detail'] if s else 'no result'}")
+        problems += [f"{tag} dmesg: {ln.strip()}" for ln in r["dmesg"] if any(b in ln for b in BAD_DMESG)]
+    return problems
+
+
 def compare_contained(orig, proc, mod, log, orig_ko, proc_ko, patch_offsets):
     """The comparison for kernels without a check (arm64, riscv, s390): a
     dead weak record is listed under the name of the function before it, so
     it is told apart by where its ip lies in the module file, not by name.
     Returns (ok, facts, problems)."""
-    problems = []
-    for r, tag in ((orig, "original"), (proc, "processed")):
-        if r.get("exit") != EXIT_OK:
-            problems.append(f"{tag} boot failed: {r.get('why')}")
-    if proc["insmod"].get(mod) != 0:
-        problems.append(f"processed {mod} did not load (insmod rc {proc['insmod'].get(mod)})")
+    problems = boot_problems(orig, proc, mod)
     zeroed = zeroed_locations(log)
     placed = {}
     for r, ko, tag in ((orig, orig_ko, "original"), (proc, proc_ko, "processed")):
@@ -224,11 +240,7 @@ def compare_contained(orig, proc, mod, log, orig_ko, proc_ko, patch_offsets):
         lost, gained = counter_diff(ov, pv), counter_diff(pv, ov)
         problems.append(f"valid lines differ: {len(lost)} missing after processing (e.g. {lost[:5]}), "
                         f"{len(gained)} new (e.g. {gained[:5]})")
-    for r, tag in ((orig, "original"), (proc, "processed")):
-        s = r["smoke"].get(mod)
-        if not s or s["result"] != "ok":
-            problems.append(f"{tag}: ftrace smoke test for {mod} failed: {s['detail'] if s else 'no result'}")
-        problems += [f"{tag} dmesg: {ln.strip()}" for ln in r["dmesg"] if any(b in ln for b in BAD_DMESG)]
+    problems += after_load_problems(orig, proc, mod)
     return (not problems), facts, problems
 
 
@@ -240,12 +252,7 @@ def compare_named(orig, proc, mod, log, orig_ko):
     records. After processing there must be none; the lines removed must be
     exactly those the tool says it zeroed (by that name); no line is new.
     Returns (ok, facts, problems)."""
-    problems = []
-    for r, tag in ((orig, "original"), (proc, "processed")):
-        if r.get("exit") != EXIT_OK:
-            problems.append(f"{tag} boot failed: {r.get('why')}")
-    if proc["insmod"].get(mod) != 0:
-        problems.append(f"processed {mod} did not load (insmod rc {proc['insmod'].get(mod)})")
+    problems = boot_problems(orig, proc, mod)
     symbols, _ = elf_symbols(read_module(orig_ko))
     funcs = collections.Counter(f"{y['name']} [{mod}]" for y in symbols if y["type"] == 2 and y["size"] > 0)
     ol = collections.Counter(orig["aff"].get(mod, []))
@@ -273,11 +280,7 @@ def compare_named(orig, proc, mod, log, orig_ko):
                         f"{sum(gained.values())} new (e.g. {counter_diff(gained, collections.Counter())[:5]})")
     if counter_diff(claimed, removed):
         problems.append(f"zeroed entries whose line did not go: {counter_diff(claimed, removed)[:5]}")
-    for r, tag in ((orig, "original"), (proc, "processed")):
-        s = r["smoke"].get(mod)
-        if not s or s["result"] != "ok":
-            problems.append(f"{tag}: ftrace smoke test for {mod} failed: {s['detail'] if s else 'no result'}")
-        problems += [f"{tag} dmesg: {ln.strip()}" for ln in r["dmesg"] if any(b in ln for b in BAD_DMESG)]
+    problems += after_load_problems(orig, proc, mod)
     return (not problems), facts, problems
 
 
