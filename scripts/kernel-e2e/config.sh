@@ -17,7 +17,9 @@
 # kernel-selftests: kprobes, fprobes, uprobes and eprobes as dynamic events
 # (with perf events), the function graph tracer, histograms and synthetic
 # events, the latency tracers, the stack tracer and profiler, syscall
-# events, livepatch with all symbols in kallsyms, debugfs and dynamic
+# events, livepatch with all symbols in kallsyms and the ORC unwinder (x86
+# has HAVE_RELIABLE_STACKTRACE only with it, and without a reliable stack
+# check no livepatch transition completes), debugfs and dynamic
 # debug, IPv4 for the tests that ping, and the sample modules the ftrace
 # tests load with modprobe (trace-printk, trace-events-sample,
 # ftrace-direct*, remote_test).  Not: debug info, BTF and BPF (debug info
@@ -41,7 +43,7 @@ c --enable 64BIT --enable SMP --enable PRINTK --enable PRINTK_TIME --enable EARL
   --enable NET --enable INET --enable UNIX --enable PACKET \
   --enable MODULES --enable MODULE_UNLOAD \
   --enable FTRACE --enable FUNCTION_TRACER --enable DYNAMIC_FTRACE \
-  --enable X86_KERNEL_IBT \
+  --enable X86_KERNEL_IBT --enable UNWINDER_ORC --disable UNWINDER_GUESS --disable UNWINDER_FRAME_POINTER \
   --enable VIRTUALIZATION --module KVM --module KVM_INTEL --module KVM_AMD \
   --enable DEBUG_INFO_NONE --disable WERROR --disable RUST \
   --set-str LOCALVERSION "" --disable LOCALVERSION_AUTO \
@@ -64,7 +66,7 @@ need() {
     grep -qx "$1" "$OBJ/.config" || { echo "config.sh: $OBJ/.config lacks $1" >&2; exit 1; }
 }
 for o in CONFIG_MODULES=y CONFIG_MODULE_UNLOAD=y CONFIG_FUNCTION_TRACER=y \
-         CONFIG_DYNAMIC_FTRACE=y CONFIG_X86_KERNEL_IBT=y CONFIG_KVM=m CONFIG_IRQ_BYPASS_MANAGER=m \
+         CONFIG_DYNAMIC_FTRACE=y CONFIG_X86_KERNEL_IBT=y CONFIG_UNWINDER_ORC=y CONFIG_HAVE_RELIABLE_STACKTRACE=y CONFIG_KVM=m CONFIG_IRQ_BYPASS_MANAGER=m \
          CONFIG_DEBUG_INFO_NONE=y CONFIG_SERIAL_8250_CONSOLE=y CONFIG_ACPI=y \
          CONFIG_BLK_DEV_INITRD=y CONFIG_DEVTMPFS=y CONFIG_BINFMT_SCRIPT=y \
          CONFIG_KPROBE_EVENTS=y CONFIG_FPROBE_EVENTS=y CONFIG_FUNCTION_GRAPH_TRACER=y \
