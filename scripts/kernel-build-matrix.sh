@@ -32,12 +32,17 @@ PROG=kernel-build-matrix DIE_STATUS=2
 # dynamic ftrace needs -fmin-function-alignment, which gcc 12 lacks
 # (GCC_SUPPORTS_DYNAMIC_FTRACE, arch/riscv/Kconfig); EFI selects them, and
 # PORTABLE, on unless NONPORTABLE, selects EFI.
+# x86_64 cannot have the function tracer without dynamic ftrace: DYNAMIC_FTRACE
+# has no prompt and defaults to y wherever the arch has it (kernel/trace/Kconfig),
+# so nodynftrace turns the function tracer off (and STACK_TRACER, which selects
+# it) and keeps the rest of tracing.  FUNCTION_TRACER, FTRACE_SYSCALLS, KPROBES
+# and others select KALLSYMS, so nokallsyms turns those off as well.
 # name | ARCH | CROSS_COMPILE | base | config changes (scripts/config words) | full link | facts to show
 ROWS="
 x86_64-e2e        x86_64  -                       e2e                -                                                          -        X86_KERNEL_IBT,LIVEPATCH
 x86_64-nomodules  x86_64  -                       e2e                -d,MODULES                                                 vmlinux  MODULES,DYNAMIC_FTRACE
-x86_64-nodynftrace x86_64 -                       e2e                -d,DYNAMIC_FTRACE                                          -        MODULES,DYNAMIC_FTRACE
-x86_64-nokallsyms x86_64  -                       e2e                -d,KALLSYMS,-d,KALLSYMS_ALL,-d,KPROBES,-d,LIVEPATCH,-d,FPROBE,-d,DYNAMIC_DEBUG  -  KALLSYMS,DYNAMIC_FTRACE
+x86_64-nodynftrace x86_64 -                       e2e                -d,FUNCTION_TRACER,-d,STACK_TRACER,-d,DYNAMIC_FTRACE      -        MODULES,DYNAMIC_FTRACE
+x86_64-nokallsyms x86_64  -                       e2e                -d,FUNCTION_TRACER,-d,STACK_TRACER,-d,FTRACE_SYSCALLS,-d,KPROBES,-d,KALLSYMS,-d,KALLSYMS_ALL,-d,LIVEPATCH,-d,FPROBE,-d,DYNAMIC_DEBUG  -  KALLSYMS,DYNAMIC_FTRACE
 arm64             arm64   aarch64-linux-gnu-      defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_CALL_OPS,DYNAMIC_FTRACE_WITH_ARGS
 ppc64le           powerpc powerpc64le-linux-gnu-  ppc64le_defconfig  -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        MPROFILE_KERNEL,ARCH_USING_PATCHABLE_FUNCTION_ENTRY,PPC_FTRACE_OUT_OF_LINE
 ppc32-pmac32      powerpc powerpc-linux-gnu-      pmac32_defconfig   -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        ARCH_USING_PATCHABLE_FUNCTION_ENTRY
