@@ -61,9 +61,9 @@ pub struct Options {
 /// How a file ended up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// Written (or, under `--check`, would be): entries zeroed, a
-    /// signature dropped.
-    Changed { zeroed: usize, stripped: bool },
+    /// Written (or, under `--check`, would be): entries neutralised (zeroed or
+    /// dropped, as the arch has it), a signature dropped.
+    Changed { neutralised: usize, stripped: bool },
     /// Nothing to write.
     Unchanged,
     /// Left alone on purpose, for this reason.
@@ -190,9 +190,9 @@ impl Analysis {
 /// What deciding the entries found, before the signature is settled;
 /// [`Decided::finish`] builds the outcome from it once.
 struct Decided {
-    /// The writes that zero entries.
+    /// The writes that neutralise entries.
     plan: Plan,
-    zeroed: usize,
+    neutralised: usize,
     /// Left alone on purpose, and why.
     left: Option<(LeftAlone, String)>,
     details: Vec<String>,
@@ -202,7 +202,7 @@ struct Decided {
 impl Decided {
     fn unchanged(reason: &str) -> Decided {
         let summary = format!("nothing to do: {reason}");
-        Decided { plan: Plan::default(), zeroed: 0, left: None, details: Vec::new(), summary }
+        Decided { plan: Plan::default(), neutralised: 0, left: None, details: Vec::new(), summary }
     }
 
     fn left(kind: LeftAlone, reason: String) -> Decided {
@@ -211,9 +211,9 @@ impl Decided {
     }
 
     fn finish(self, warnings: Vec<String>) -> Analysis {
-        let Decided { plan, zeroed, left, details, summary } = self;
-        let outcome = if zeroed > 0 {
-            Outcome::Changed { zeroed, stripped: false }
+        let Decided { plan, neutralised, left, details, summary } = self;
+        let outcome = if neutralised > 0 {
+            Outcome::Changed { neutralised, stripped: false }
         } else if let Some((kind, why)) = left {
             Outcome::Skipped(kind, why)
         } else {
@@ -281,7 +281,7 @@ fn decide_module(
         details.insert(0, format!("neutraliser {}", rule.neutraliser));
     }
     let summary = summary(rule, zero.len(), entries.len(), doubts);
-    Ok(Decided { plan, zeroed: zero.len(), left: None, details, summary })
+    Ok(Decided { plan, neutralised: zero.len(), left: None, details, summary })
 }
 
 /// The plan that takes the rejected entries out with the rule's neutraliser,

@@ -163,7 +163,7 @@ fn every_arch_keeps_what_lies_in_a_function_and_zeroes_the_rest() {
         let mut want: Vec<(String, u64)> = entries(&before, a.callsite, 0);
         want.retain(|(_, at)| !zeroed.contains(at));
         assert_eq!(entries(&after, a.callsite, 0), want, "{name:?}");
-        assert!(matches!(an.outcome, Outcome::Changed { zeroed: n, .. } if n == zeroed.len()), "{name:?} {an:?}");
+        assert!(matches!(an.outcome, Outcome::Changed { neutralised: n, .. } if n == zeroed.len()), "{name:?} {an:?}");
         assert_differs_only_in(&before, &after, &changeable(&before, a.callsite));
         // -v names the rule and each zeroed or doubted entry's reason.
         assert!(an.summary.contains("inside a function symbol"), "{name:?}: {}", an.summary);
@@ -246,7 +246,7 @@ fn old_releases_are_left_alone_with_the_reason() {
     ];
     for (a, vermagic, how) in neutralised {
         let (_, an) = run(&build_with(a, vermagic, true), &verbose());
-        assert!(matches!(an.outcome, Outcome::Changed { zeroed: 4, .. }), "{vermagic}: {:?}", an.outcome);
+        assert!(matches!(an.outcome, Outcome::Changed { neutralised: 4, .. }), "{vermagic}: {:?}", an.outcome);
         assert!(an.summary.starts_with(&format!("{how} 4 of")), "{vermagic}: {}", an.summary);
     }
 }

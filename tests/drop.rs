@@ -125,7 +125,7 @@ fn reloc_offsets(data: &[u8]) -> Vec<u64> {
 fn an_adjust_first_kernel_gets_its_dead_words_dropped() {
     let before = arm64(ADJUST_FIRST, Extra::None);
     let (after, an) = run(&before);
-    assert!(matches!(an.outcome, Outcome::Changed { zeroed: 2, .. }), "{an:?}");
+    assert!(matches!(an.outcome, Outcome::Changed { neutralised: 2, .. }), "{an:?}");
     assert!(an.summary.starts_with("dropped 2 of 5 entries [arm64"), "{}", an.summary);
     assert!(
         an.details[0]

@@ -33,7 +33,7 @@ fn check(fixture: &Fixture, opts: &Options, zeroed: &[(&str, u64)]) {
     if zeroed.is_empty() {
         assert_eq!(before, after);
     } else {
-        assert!(matches!(outcome, Outcome::Changed { zeroed: n, .. } if n == zeroed.len()), "{outcome:?}");
+        assert!(matches!(outcome, Outcome::Changed { neutralised: n, .. } if n == zeroed.len()), "{outcome:?}");
     }
     // The callsite words of removed entries are zero, so they load as 0.
     let (again, outcome) = run(&after, opts);
