@@ -33,7 +33,8 @@
 # --amdgpu adds the real amdgpu.ko, the module of the public reports: the
 # kernels then come from a tree of their own, configured as kernel-e2e's
 # plus DRM and amdgpu with the amdgpu options Debian enables (a cold build
-# of about an hour on 2 cores, so it is not part of make check).  amdgpu's
+# of 20 minutes on an idle 2-core machine and an hour on a busy one, so
+# it is not part of make check).  amdgpu's
 # dependencies load first; with no GPU nothing probes, so only the loader
 # is measured.
 #
