@@ -19,7 +19,8 @@
 #   livepatch  every tools/testing/selftests/livepatch/test-*.sh, under
 #              Debian's bash-static, with its test modules in the same form;
 #   probes     a kprobe, an fprobe and function_graph on a function of
-#              trace-events-sample, in its processed and unchecked forms.
+#              trace-events-sample, in its processed and unchecked forms
+#              (in the stripped forms: stripped, with and without the tool).
 # Forms: stock (the stock kernel and its modules as built), stock-stripped
 # (the same, strip --strip-unneeded: static functions lose their symbols,
 # so the module tests that name one fail, as they must), and on the series
@@ -73,7 +74,8 @@ work=$(work_dir "$work" "") || die "cannot make $work"
 if [ $report_only = 1 ]; then
     exec python3 "$HERE/report.py" "$work/report.md" $(for f in $forms; do echo "$work/boots/$f"; done)
 fi
-missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.a libc6-dev" "depmod kmod"
+missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.a libc6-dev" "depmod kmod" \
+    "/usr/sbin/sysctl procps"
 install_packages "${MISSING[@]}"
 
 e2e=$cache/kernel-e2e
@@ -91,6 +93,9 @@ stage() {
     rm -rf "$s" "$work/klp-$k"
     locked make -C "$e2e/src-$k" O="$obj" INSTALL_MOD_PATH="$s" modules_install >"$s.log" 2>&1 ||
         { tail -n 20 "$s.log" >&2; die "modules_install of the $k kernel failed"; }
+    # Its build and source links name host folders: in the guest they
+    # dangle, and the livepatch suite, which wants a build folder, skips.
+    rm -f "$s"/lib/modules/*/build "$s"/lib/modules/*/source
     cp -r "$tests/livepatch/test_modules" "$work/klp-$k"
     locked make -C "$e2e/src-$k" O="$obj" M="$work/klp-$k" \
             modules >"$work/klp-$k.log" 2>&1 ||
@@ -132,17 +137,20 @@ for f in $forms; do
     esac
     depmod -b "$work/tree-$f" "$kver" || die "depmod for $f failed"
 done
-# The probes load trace-events-sample in two forms by hand.
+# The probes load trace-events-sample in two forms by hand.  The stock
+# forms and stripped take the module as their tree has it (as built, or
+# stripped) and the tool's output of it, so that the two stripped forms
+# probe the same bytes on their two kernels.
 for f in $forms; do
     t=$work/tree-$f
     mkdir -p "$t/probes"
     for p in processed unchecked; do
         mkdir -p "$t/probes/$p"
-        if [ "${f%%-*}" = stock ]; then
-            # The stock build's module, and the tool's output of it.
+        if [ "${f%%-*}" = stock ] || [ "$f" = stripped ]; then
             sample=$t/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko
+            k=series; [ "${f%%-*}" = stock ] && k=stock
             if [ $p = processed ]; then
-                "$ZWM" --kconfig "$e2e/obj-stock/include/config/auto.conf" -o "$t/probes/$p/trace-events-sample.ko" "$sample" ||
+                "$ZWM" --kconfig "$e2e/obj-$k/include/config/auto.conf" -o "$t/probes/$p/trace-events-sample.ko" "$sample" ||
                     die "the tool failed on trace-events-sample.ko"
             else
                 cp "$sample" "$t/probes/$p/"
@@ -157,6 +165,25 @@ done
 gcc -static -O2 -o "$work/test_klp-call_getpid" "$tests/livepatch/test_klp-call_getpid.c" ||
     die "building test_klp-call_getpid failed"
 rm -rf "$work/ftrace"; cp -r "$tests/ftrace" "$work/ftrace"
+# Debian's own programs where the suites depend on their behaviour or
+# wording, with the libraries they link: kmod (the livepatch tests compare
+# insmod's messages with kmod's, and busybox's insmod retries a refused
+# finit_module() with init_module(), so the kernel refuses the module
+# twice and logs it twice), procps' sysctl (--values, and its error
+# wording), coreutils' stat (--format) and date (the tests mark the kernel
+# log with --rfc-3339=ns and look for that mark again: busybox's has no
+# nanoseconds) and libc's getconf (_NPROCESSORS_ONLN).  /init's busybox
+# --install leaves programs already in /bin alone.
+ul=$work/userland
+rm -rf "$ul"; mkdir -p "$ul/bin"
+for p in /usr/bin/kmod /usr/sbin/sysctl /usr/bin/stat /usr/bin/date /usr/bin/getconf; do
+    [ -x "$p" ] || die "no $p"
+    cp "$p" "$ul/bin/"
+    for l in $(ldd "$p" | grep -o '/[^ ]*'); do
+        [ -e "$ul$l" ] || { mkdir -p "$ul$(dirname "$l")"; cp -L "$l" "$ul$l"; }
+    done
+done
+for n in insmod rmmod modprobe lsmod modinfo depmod; do ln -s kmod "$ul/bin/$n"; done
 gcc -static -O2 -o "$work/ftrace/poll" "$tests/ftrace/poll.c" || die "building ftrace's poll failed"
 
 # --- boots -----------------------------------------------------------------------------
@@ -177,8 +204,7 @@ boot() { # FORM
         --tree "$work/tree-$f" --add "$out/selftests.conf=selftests.conf" \
         --add "$work/ftrace=selftests/ftrace" "${adds[@]}" \
         --add "$work/test_klp-call_getpid=selftests/livepatch/test_klp-call_getpid" \
-        --add "/bin/bash-static=bin/bash" --add "$HERE/sysctl=bin/sysctl" --add "$HERE/date=bin/date" \
-        --add "$HERE/modinfo=bin/modinfo" --add "$HERE/getconf=bin/getconf" ||
+        --add "/bin/bash-static=bin/bash" --tree "$ul" ||
         log "warning: the guest did not power off in time ($out)"
     log "$f: booted in $(cat "$out/boot-seconds") s"
 }
