@@ -41,7 +41,8 @@
 # holds a tree); --report-only judges the boots of an earlier run again.
 # Only the kernels the forms name are staged.
 # Default WORK ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-selftests.
-# Needs what kernel-e2e.sh needs, and bash-static and libc6-dev.
+# Needs what kernel-e2e.sh needs, and bash-static, libc6-dev, kmod and
+# procps (installed when missing).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
