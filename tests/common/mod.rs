@@ -320,6 +320,8 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        // A test may have made the directory read-only.
+        let _ = fs::set_permissions(&self.0, std::os::unix::fs::PermissionsExt::from_mode(0o755));
         let _ = fs::remove_dir_all(&self.0);
     }
 }
