@@ -76,7 +76,7 @@ if [ $report_only = 1 ]; then
     exec python3 "$HERE/report.py" "$work/report.md" $(for f in $forms; do echo "$work/boots/$f"; done)
 fi
 missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.a libc6-dev" "depmod kmod" \
-    "/usr/sbin/sysctl procps"
+    "/usr/sbin/sysctl procps" "/usr/bin/gawk gawk" "/usr/bin/readelf binutils"
 install_packages "${MISSING[@]}"
 
 e2e=$cache/kernel-e2e
@@ -173,11 +173,15 @@ rm -rf "$work/ftrace"; cp -r "$tests/ftrace" "$work/ftrace"
 # twice and logs it twice), procps' sysctl (--values, and its error
 # wording), coreutils' stat (--format) and date (the tests mark the kernel
 # log with --rfc-3339=ns and look for that mark again: busybox's has no
-# nanoseconds) and libc's getconf (_NPROCESSORS_ONLN).  /init's busybox
-# --install leaves programs already in /bin alone.
+# nanoseconds), libc's getconf (_NPROCESSORS_ONLN), and for ftracetest
+# what this busybox lacks: nice (the onchange and snapshot histogram
+# actions), chrt (the wakeup tracers), readelf (uprobe events) and GNU awk
+# as awk (trace_marker_raw needs strtonum).  /init's busybox --install
+# leaves programs already in /bin alone.
 ul=$work/userland
 rm -rf "$ul"; mkdir -p "$ul/bin"
-for p in /usr/bin/kmod /usr/sbin/sysctl /usr/bin/stat /usr/bin/date /usr/bin/getconf; do
+for p in /usr/bin/kmod /usr/sbin/sysctl /usr/bin/stat /usr/bin/date /usr/bin/getconf \
+         /usr/bin/nice /usr/bin/chrt /usr/bin/readelf /usr/bin/gawk; do
     [ -x "$p" ] || die "no $p"
     cp "$p" "$ul/bin/"
     for l in $(ldd "$p" | grep -o '/[^ ]*'); do
@@ -185,6 +189,7 @@ for p in /usr/bin/kmod /usr/sbin/sysctl /usr/bin/stat /usr/bin/date /usr/bin/get
     done
 done
 for n in insmod rmmod modprobe lsmod modinfo depmod; do ln -s kmod "$ul/bin/$n"; done
+ln -s gawk "$ul/bin/awk"
 gcc -static -O2 -o "$work/ftrace/poll" "$tests/ftrace/poll.c" || die "building ftrace's poll failed"
 
 # --- boots -----------------------------------------------------------------------------
