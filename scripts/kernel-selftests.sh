@@ -145,11 +145,11 @@ done
 for f in $forms; do
     t=$work/tree-$f
     mkdir -p "$t/probes"
+    k=series; case "$f" in stock*) k=stock;; esac
     for p in processed unchecked; do
         mkdir -p "$t/probes/$p"
-        if [ "${f%%-*}" = stock ] || [ "$f" = stripped ]; then
+        if [ $k = stock ] || [ "$f" = stripped ]; then
             sample=$t/lib/modules/$kver/kernel/samples/trace_events/trace-events-sample.ko
-            k=series; [ "${f%%-*}" = stock ] && k=stock
             if [ $p = processed ]; then
                 "$ZWM" --kconfig "$e2e/obj-$k/include/config/auto.conf" -o "$t/probes/$p/trace-events-sample.ko" "$sample" ||
                     die "the tool failed on trace-events-sample.ko"
@@ -166,6 +166,7 @@ done
 gcc -static -O2 -o "$work/test_klp-call_getpid" "$tests/livepatch/test_klp-call_getpid.c" ||
     die "building test_klp-call_getpid failed"
 rm -rf "$work/ftrace"; cp -r "$tests/ftrace" "$work/ftrace"
+gcc -static -O2 -o "$work/ftrace/poll" "$tests/ftrace/poll.c" || die "building ftrace's poll failed"
 # Debian's own programs where the suites depend on their behaviour or
 # wording, with the libraries they link: kmod (the livepatch tests compare
 # insmod's messages with kmod's, and busybox's insmod retries a refused
@@ -190,7 +191,6 @@ for p in /usr/bin/kmod /usr/sbin/sysctl /usr/bin/stat /usr/bin/date /usr/bin/get
 done
 for n in insmod rmmod modprobe lsmod modinfo depmod; do ln -s kmod "$ul/bin/$n"; done
 ln -s gawk "$ul/bin/awk"
-gcc -static -O2 -o "$work/ftrace/poll" "$tests/ftrace/poll.c" || die "building ftrace's poll failed"
 
 # --- boots -----------------------------------------------------------------------------
 boot() { # FORM

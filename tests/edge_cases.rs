@@ -311,7 +311,7 @@ fn a_file_on_a_read_only_mount_is_refused() {
          '{BIN}' '{p}'; echo in-place=$?; '{BIN}' --atomic '{p}'; echo atomic=$?",
         p = path.display()
     );
-    let mounted = |out: &std::process::Output| out.status.code() != Some(77) && !out.stdout.is_empty();
+    let mounted = |out: &Output| out.status.code() != Some(77) && !out.stdout.is_empty();
     let mut out = run_for(Command::new("unshare").args(["-m", "sh", "-c", &script]), Duration::from_secs(30));
     if !mounted(&out) {
         out = run_for(Command::new("unshare").args(["-rm", "sh", "-c", &script]), Duration::from_secs(30));

@@ -86,12 +86,13 @@ def check_boot(b):
     for f in guest.marked(con, "PRELOAD"):
         if f[-1] != "rc=0":
             fails.append(f"{b['form']}: modprobe {f[0]} failed")
-    ran_ftrace = any(n.startswith("ftrace: ") for n in b["v"]) and "stripped" not in b["form"]
+    stripped = "stripped" in b["form"]
+    ran_ftrace = any(n.startswith("ftrace: ") for n in b["v"]) and not stripped
     for name in MUST_PASS:
         got = b["v"].get("ftrace: " + name, "missing")
         if ran_ftrace and got != "PASS":
             fails.append(f"{b['form']}: '{name}' is {got}, not PASS")
-    if "stripped" not in b["form"]:
+    if not stripped:
         fails += [f"{b['form']}: {n}: {v}" for n, v in b["v"].items() if n.startswith("probe: ") and v != "PASS"]
     if not any(n.startswith("ftrace: ") for n in b["v"]) and "ftrace" in b["suites"]:
         fails.append(f"{b['form']}: no ftracetest verdicts")
