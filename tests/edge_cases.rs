@@ -317,6 +317,12 @@ fn a_file_on_a_read_only_mount_is_refused() {
         out = run_for(Command::new("unshare").args(["-rm", "sh", "-c", &script]), Duration::from_secs(30));
     }
     let (text, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+    // Only an environment that says why it cannot may excuse the test
+    // (fresh-check's chroot, where make test has already run it outside).
+    if let (false, Ok(why)) = (mounted(&out), std::env::var("ZWM_TEST_NO_MOUNT_NS")) {
+        eprintln!("not run: {why} (unshare said: {err})");
+        return;
+    }
     assert!(mounted(&out), "cannot make a read-only bind mount here (neither unshare -m nor -rm): {err}");
     assert!(text.contains("in-place=1") && text.contains("atomic=1"), "{text}{err}");
     assert_eq!(err.matches("Read-only file system").count(), 2, "{err}");
