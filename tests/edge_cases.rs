@@ -296,11 +296,15 @@ fn a_read_only_file_is_refused_in_every_mode() {
     assert_eq!(fs::read(&path).unwrap(), processed(&original));
 }
 
+/// Ignored by default: a chroot refuses `unshare` even to root, and a
+/// default container refuses mount namespaces, so plain `cargo test` (the
+/// README's, and the Debian build's) lists it as ignored. `make test` runs
+/// it with `--include-ignored`; there, unable to mount is a failure.
 #[test]
+#[ignore = "needs a mount namespace (unshare -m), which chroots and containers refuse; make check runs it as root"]
 fn a_file_on_a_read_only_mount_is_refused() {
     // A read-only bind mount in a private mount namespace: unshare -m as
-    // root (user namespaces are refused inside a chroot, as in
-    // fresh-check), else unshare -rm, which needs no privilege where user
+    // root, else unshare -rm, which needs no privilege where user
     // namespaces are on.
     let dir = Scratch::new("romount");
     let original = module();
@@ -317,12 +321,6 @@ fn a_file_on_a_read_only_mount_is_refused() {
         out = run_for(Command::new("unshare").args(["-rm", "sh", "-c", &script]), Duration::from_secs(30));
     }
     let (text, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
-    // Only an environment that says why it cannot may excuse the test
-    // (fresh-check's chroot, where make test has already run it outside).
-    if let (false, Ok(why)) = (mounted(&out), std::env::var("ZWM_TEST_NO_MOUNT_NS")) {
-        eprintln!("not run: {why} (unshare said: {err})");
-        return;
-    }
     assert!(mounted(&out), "cannot make a read-only bind mount here (neither unshare -m nor -rm): {err}");
     assert!(text.contains("in-place=1") && text.contains("atomic=1"), "{text}{err}");
     assert_eq!(err.matches("Read-only file system").count(), 2, "{err}");
