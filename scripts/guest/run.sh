@@ -8,13 +8,15 @@
 #   scripts/guest/run.sh --arch ARCH --kernel FILE --out DIR
 #       [--busybox FILE] [--payload FILE]... [--add SRC=DEST]... [--tree DIR]...
 #       [--smp N] [--tcg-thread single|multi] [--mem MB] [--timeout SEC]
+#       [--cpu MODEL]
 #       [--append ARGS] [MODULE.ko...]
 #
 # ARCH is a row of scripts/guest/arches.tsv (QEMU binary, machine, CPU,
 # console, firmware, memory, timeout, the kernel image of a build tree, the
 # Debian arch, kernel arguments).  Without --busybox the guest gets the host's /bin/busybox
 # when the Debian arch is the host's, else Debian sid's busybox-static for
-# it (scripts/fetch-debian-kernel.sh).  MODULE.ko files (plain ELF) are
+# it (scripts/fetch-debian-kernel.sh).  --cpu replaces the row's CPU model
+# (x86_64 "max" exposes SVM, so that kvm-amd loads in the guest).  MODULE.ko files (plain ELF) are
 # loaded in the order given, named after their .modinfo name=.
 # --tcg-thread single runs every vCPU in one host thread, in turn, instead
 # of QEMU's default of one host thread a vCPU (where QEMU supports that):
@@ -50,7 +52,7 @@ if [ "${1:-}" = --image ]; then
     arch_row "$2"; echo "$A_IMAGE"; exit 0
 fi
 
-arch= kernel= busybox= out= timeout= mem= smp=1 append= tcg_thread=
+arch= kernel= busybox= out= timeout= mem= smp=1 append= tcg_thread= cpu=
 mods=() payloads=() adds=() trees=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout=$2; shift 2;;
         --mem) mem=$2; shift 2;;
         --smp) smp=$2; shift 2;;
+        --cpu) cpu=$2; shift 2;;
         --tcg-thread) tcg_thread=$2; shift 2;;
         --append) append=$2; shift 2;;
         --payload) payloads+=("$2"); shift 2;;
@@ -74,6 +77,7 @@ done
 [ -n "$arch" ] && [ -n "$kernel" ] && [ -n "$out" ] || die "--arch, --kernel and --out are required"
 case "$tcg_thread" in ''|single|multi) ;; *) die "--tcg-thread is single or multi, not $tcg_thread";; esac
 arch_row "$arch"
+[ -z "$cpu" ] || A_CPU=$cpu
 [ -f "$kernel" ] || die "no kernel $kernel"
 for t in cpio python3 "$A_QEMU"; do command -v "$t" >/dev/null || die "$t not found"; done
 if [ -z "$busybox" ]; then
