@@ -3,7 +3,7 @@
 # and `make install` for packagers.
 .PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e kernel-e2e-7.3 \
 	kernel-bench kernel-bench-amdgpu tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
-	kernel-selftests kernel-build-matrix kernel-debug check bench fuzz
+	kernel-selftests kernel-build-matrix kernel-debug probe-e2e check bench fuzz
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -169,6 +169,12 @@ kernel-bench-amdgpu: build
 # without their config (docs/trees.md); a cold cache downloads about 1 GB.
 tree-check: build
 	scripts/tree-check.sh
+
+# Not part of check: fprobe, BPF fentry and livepatch on the functions that
+# precede dead weak bodies, stock module vs processed, on stock Debian
+# kernels under TCG; a few minutes a row (docs/probes.md).
+probe-e2e: build
+	scripts/probe-e2e.sh
 
 # Not part of check: what the zero-first gate prevents (docs/rules.md).
 adjust-first-demo:

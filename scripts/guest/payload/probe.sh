@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Payload (scripts/guest/init sources it) of scripts/probe-e2e.sh: does a
+# probe on a function reach that function?  /probe/module names the module,
+# /probe/functions the functions to probe (those that precede a dead weak
+# body), /probe/kvmdrive (or whatever /probe/workload names) is the
+# workload that calls them.  For the host's replay of the kernel's record
+# lookup it prints the module's records (available_filter_functions_addrs),
+# its /proc/kallsyms lines and its section addresses.  Then, each with the
+# same workload, between @@ZWM markers:
+#   CONTROL  the function tracer with set_ftrace_filter = the functions
+#            (a name match: it finds each function's own record): hits a
+#            function, and the enabled_functions lines while it runs;
+#   FPROBE   one fprobe event per function (dynamic_events "f:"): the rc of
+#            the definition and of the enable, enabled_functions, hits;
+#   FENTRY   one BPF fentry program per function (/probe/fentry), if there;
+#   LIVEPATCH /probe/livepatch.ko, if there (see scripts/probe/livepatch.c).
+# Each read of enabled_functions walks every record (seconds under TCG).
+P=/probe
+M=$(cat $P/module)
+FUNCS=$(cat $P/functions)
+WORK="$P/$(cat $P/workload 2>/dev/null || echo kvmdrive)"
+echo "@@ZWM RECORDS-BEGIN $M"
+grep " \[$M\]\$" $T/available_filter_functions_addrs
+echo "@@ZWM RECORDS-END"
+echo "@@ZWM KALLSYMS-BEGIN $M"
+grep "\[$M\]$" /proc/kallsyms
+echo "@@ZWM KALLSYMS-END"
+echo "@@ZWM SECTIONS-BEGIN $M"
+for s in /sys/module/$M/sections/.*text*; do
+    [ -f "$s" ] && echo "${s##*/} $(cat "$s")"
+done
+echo "@@ZWM SECTIONS-END"
+
+# count_hits FILE FORMAT: "F N" for each function, N the trace lines of F.
+count_hits() {
+    for f in $FUNCS; do
+        case $2 in
+            function) n=$(grep -c " $f <-" "$1");;
+            fprobe) n=$(grep -c " $f: (" "$1");;
+        esac
+        echo "$f $n"
+    done
+}
+
+# --- control: the function tracer, filtered by name ---------------------------
+echo 0 > $T/tracing_on
+echo > $T/trace
+echo > $T/set_ftrace_filter
+rcs=""
+for f in $FUNCS; do
+    echo "$f" >> $T/set_ftrace_filter; rcs="$rcs $f=$?"
+done
+echo "@@ZWM CONTROL-FILTER$rcs"
+echo function > $T/current_tracer
+echo 1 > $T/tracing_on
+echo "@@ZWM ENABLED-BEGIN control"
+grep " \[$M\]" $T/enabled_functions
+echo "@@ZWM ENABLED-END"
+echo "@@ZWM WORKLOAD control $($WORK 2>&1 | tail -n 1)"
+sleep 1
+echo 0 > $T/tracing_on
+# Before the switch to nop, which empties the buffer.
+cat $T/trace > /tmp/trace-control
+echo nop > $T/current_tracer
+echo > $T/set_ftrace_filter
+echo "@@ZWM HITS-BEGIN control"
+count_hits /tmp/trace-control function
+echo "@@ZWM HITS-END"
+
+# --- fprobe events -------------------------------------------------------------
+echo > $T/trace
+defs="" ens=""
+for f in $FUNCS; do
+    echo "f:zwm/$f $f" >> $T/dynamic_events; defs="$defs $f=$?"
+done
+for f in $FUNCS; do
+    echo 1 > $T/events/zwm/$f/enable; ens="$ens $f=$?"
+done
+echo "@@ZWM FPROBE-DEFINE$defs"
+echo "@@ZWM FPROBE-ENABLE$ens"
+echo 1 > $T/tracing_on
+echo "@@ZWM ENABLED-BEGIN fprobe"
+grep " \[$M\]" $T/enabled_functions
+echo "@@ZWM ENABLED-END"
+echo "@@ZWM WORKLOAD fprobe $($WORK 2>&1 | tail -n 1)"
+sleep 1
+echo 0 > $T/tracing_on
+cat $T/trace > /tmp/trace-fprobe
+echo "@@ZWM HITS-BEGIN fprobe"
+count_hits /tmp/trace-fprobe fprobe
+echo "@@ZWM HITS-END"
+for f in $FUNCS; do echo 0 > $T/events/zwm/$f/enable; done
+for f in $FUNCS; do echo "-:zwm/$f" >> $T/dynamic_events; done
+echo > $T/trace
+
+# --- BPF fentry ------------------------------------------------------------------
+if [ -x $P/fentry ]; then
+    # What runs while every program is attached: a snapshot of
+    # enabled_functions and the workload (printed after, in blocks of their own).
+    cat > /tmp/fentry-run <<EOT
+grep " \[$M\]" $T/enabled_functions > /tmp/enabled-fentry
+$WORK 2>&1 | tail -n 1 > /tmp/workload-fentry
+sleep 1
+EOT
+    $P/fentry $M "sh /tmp/fentry-run" $FUNCS > /tmp/fentry-out 2>&1
+    echo "@@ZWM ENABLED-BEGIN fentry"
+    cat /tmp/enabled-fentry
+    echo "@@ZWM ENABLED-END"
+    echo "@@ZWM WORKLOAD fentry $(cat /tmp/workload-fentry)"
+    echo "@@ZWM FENTRY-BEGIN"
+    cat /tmp/fentry-out
+    echo "@@ZWM FENTRY-END"
+fi
+
+# --- livepatch -------------------------------------------------------------------
+if [ -f $P/livepatch.ko ]; then
+    lf=$(cat $P/livepatch-function)
+    addr=$(awk -v f="$lf" -v m="[$M]" '$3 == f && $4 == m {print $1; exit}' /proc/kallsyms)
+    insmod $P/livepatch.ko target=0x$addr
+    echo "@@ZWM LIVEPATCH-INSMOD $lf rc=$? addr=$addr"
+    lp=/sys/kernel/livepatch/zwm_probe_livepatch
+    i=0
+    while [ "$(cat $lp/transition 2>/dev/null)" = 1 ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+    echo "@@ZWM LIVEPATCH-STATE enabled=$(cat $lp/enabled 2>/dev/null) transition=$(cat $lp/transition 2>/dev/null)"
+    echo "@@ZWM ENABLED-BEGIN livepatch"
+    grep " \[$M\]" $T/enabled_functions
+    echo "@@ZWM ENABLED-END"
+    echo "@@ZWM WORKLOAD livepatch $($WORK 2>&1 | tail -n 1)"
+    sleep 1
+    echo "@@ZWM LIVEPATCH-RUNS $lf $(cat /sys/module/zwm_probe_livepatch/parameters/runs 2>/dev/null)"
+fi

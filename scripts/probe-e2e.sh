@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# probe-e2e.sh — does a probe on a function reach that function?  Boots
+# stock Debian kernels under QEMU (TCG) with a module as Debian ships it
+# (signed, loaded as is) and as zero-weak-mcount processed it, and for every
+# function that precedes a dead weak body in the module measures an fprobe
+# (tracefs dynamic_events "f:"), a BPF fentry program and, where a row has
+# one, a livepatch, each against the function tracer as control, on the
+# same workload.  The host replays the kernel's record lookup on the records
+# the guest listed, so the test knows which functions the stock module must
+# misdirect (the negative control: the stock boot must show exactly those)
+# and that the processed one must misdirect none.  docs/probes.md has the
+# kernel path, the table and what each row proves.
+#
+# Usage: scripts/probe-e2e.sh [--rows LIST] [--work DIR]
+#
+# Rows (default: all, newest first):
+#   sid-amd64   Debian sid 7.2 x86_64 (IBT): kvm.ko, kvm-amd loaded under
+#               QEMU -cpu max (SVM) so that /dev/kvm works; workload
+#               scripts/probe/kvmdrive.c
+#
+# Environment: ZWM (tool binary; default target/release/zero-weak-mcount,
+# built with cargo), ZWM_CACHE (downloads, see scripts/fetch-debian-kernel.sh),
+# ZWM_PROBE_WORK (work folder).  Needs gcc and the static C library.
+# Exit status: 0 every row passed, 1 otherwise.
+set -uo pipefail
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=probe-e2e
+. "$REPO/scripts/lib.sh"
+PROBE=$REPO/scripts/probe
+PY=(python3 "$PROBE/probe.py")
+E2EPY=(python3 "$REPO/scripts/e2e/zwm_e2e.py")
+FETCH=$REPO/scripts/fetch-debian-kernel.sh
+
+ALL_ROWS="sid-amd64"
+rows=$ALL_ROWS
+work=${ZWM_PROBE_WORK:-}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rows) rows=${2//,/ }; shift 2;;
+        --rows=*) rows=${1#--rows=}; rows=${rows//,/ }; shift;;
+        --work) work=$2; shift 2;;
+        *) arg_error "$1";;
+    esac
+done
+for r in $rows; do
+    case " $ALL_ROWS " in *" $r "*) ;; *) die "unknown row $r";;
+    esac
+done
+missing_packages "qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 python3" \
+    "gcc gcc" "/usr/lib/$(gcc -print-multiarch 2>/dev/null)/libc.a libc6-dev"
+install_packages "${MISSING[@]}"
+ZWM=$(find_tool "${ZWM:-}") || exit 1
+work=$(work_dir "$work" /tmp/zwm-probe.XXXXXX) || die "cannot make the work folder"
+log "work folder: $work"
+FAILURES=()
+
+# static_build OUT SRC: a static program for the guest (host arch).
+static_build() {
+    gcc -O2 -Wall -static -o "$1" "$2" || { FAILURES+=("cannot build $2"); return 1; }
+}
+
+# boot VARIANT_DIR: boot the row's modules from VARIANT_DIR/mods with the
+# probe payload; write VARIANT_DIR/facts.json.
+boot() {
+    local v=$1 mods=() m
+    for m in $CHAIN; do mods+=("$v/mods/$m.ko"); done
+    log "$ROW: booting $(basename "$v") (${CHAIN})"
+    nice "$GUEST/run.sh" --arch "$GARCH" ${GCPU:+--cpu "$GCPU"} --kernel "$KERNEL" --out "$v/boot" \
+        --mem 1024 --timeout 1200 --payload "$GUEST/payload/probe.sh" --add "$RDIR/probe=/probe" "${mods[@]}"
+    local rc=$?
+    log "$ROW: $(basename "$v") boot: rc $rc, $(cat "$v/boot/boot-seconds" 2>/dev/null)s"
+    [ $rc = 0 ] || { FAILURES+=("$ROW: $(basename "$v") boot rc $rc ($v/boot/console.log)"); return 1; }
+    "${PY[@]}" facts "$v/boot" "$v/mods/$MOD.ko" "$GARCH" "$v/facts.json" ||
+        { FAILURES+=("$ROW: $(basename "$v"): cannot read the boot"); return 1; }
+}
+
+run_row() {
+    ROW=$1
+    case "$ROW" in
+        sid-amd64)
+            SUITE=sid DEBARCH=amd64 GARCH=x86_64 GCPU=max MOD=kvm WORKLOAD=kvmdrive
+            # In load order: kvm-amd needs ccp; kvm needs irqbypass.
+            CHAIN_PATHS="virt/lib/irqbypass arch/x86/kvm/kvm drivers/crypto/ccp/ccp arch/x86/kvm/kvm-amd";;
+    esac
+    RDIR=$work/$ROW
+    mkdir -p "$RDIR/stock/mods" "$RDIR/processed/mods" "$RDIR/probe"
+    local root kver kdir p m
+    root=$("$FETCH" "$SUITE" "$DEBARCH") || { FAILURES+=("$ROW: fetching the kernel failed"); return 1; }
+    kver=$(cat "$root/../kver")
+    kdir=$root/lib/modules/$kver
+    [ -d "$kdir" ] || kdir=$root/usr/lib/modules/$kver
+    KERNEL=$kdir/vmlinuz
+    [ -f "$KERNEL" ] || KERNEL=$(ls "$root"/boot/vmlinu* 2>/dev/null | head -n1)
+    KCONFIG=$kdir/config
+    [ -f "$KCONFIG" ] || KCONFIG=$(ls "$root"/boot/config-* | head -n1)
+    CHAIN=""
+    for p in $CHAIN_PATHS; do
+        m=$(ls "$kdir/kernel/$p".ko* | head -n1)
+        local name
+        name=$("${E2EPY[@]}" modname "$m") || return 1
+        CHAIN="$CHAIN $name"
+        # As Debian ships it: decompressed, still signed (the kernel checks it).
+        "${E2EPY[@]}" decompress "$m" "$RDIR/stock/mods/$name.ko" || return 1
+        cp "$RDIR/stock/mods/$name.ko" "$RDIR/processed/mods/$name.ko"
+    done
+    "$ZWM" -v --signed=strip --kconfig "$KCONFIG" -o "$RDIR/processed/mods/$MOD.ko" \
+        "$RDIR/stock/mods/$MOD.ko" 2>"$RDIR/tool.log" ||
+        { FAILURES+=("$ROW: the tool failed on $MOD.ko: $(tail -n 2 "$RDIR/tool.log")"); return 1; }
+    # The tool's own at-risk report on the shipped module, where it has one.
+    "$ZWM" --check -v --format=json --signed=strip --kconfig "$KCONFIG" \
+        "$RDIR/stock/mods/$MOD.ko" >"$RDIR/tool.json" 2>"$RDIR/tool-check.log"
+    grep -q '"at_risk"' "$RDIR/tool.json" 2>/dev/null || rm -f "$RDIR/tool.json"
+    "${PY[@]}" functions "$RDIR/tool.log" > "$RDIR/probe/functions"
+    [ -s "$RDIR/probe/functions" ] || { FAILURES+=("$ROW: no function precedes a dead body"); return 1; }
+    echo "$MOD" > "$RDIR/probe/module"
+    echo "$WORKLOAD" > "$RDIR/probe/workload"
+    static_build "$RDIR/probe/$WORKLOAD" "$PROBE/$WORKLOAD.c" || return 1
+    static_build "$RDIR/probe/fentry" "$PROBE/fentry.c" || return 1
+    boot "$RDIR/stock" || return 1
+    boot "$RDIR/processed" || return 1
+    local tj=-
+    [ -f "$RDIR/tool.json" ] && tj=$RDIR/tool.json
+    "${PY[@]}" row "$RDIR/stock/facts.json" "$RDIR/processed/facts.json" "$tj" "$RDIR/row.txt" ||
+        FAILURES+=("$ROW: see $RDIR/row.txt")
+}
+
+for r in $rows; do
+    run_row "$r"
+done
+log "work folder: $work"
+if [ ${#FAILURES[@]} -gt 0 ]; then
+    for f in "${FAILURES[@]}"; do log "FAIL: $f"; done
+    exit 1
+fi
+log "PASS ($rows)"

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The host side of scripts/probe-e2e.sh: which functions a probe should
+reach, what the kernel's record lookup will hand a probe on each of them,
+and what the guest measured.
+
+  probe.py functions TOOL_LOG
+      the functions that precede a dead weak body: the "after F" of every
+      entry the tool's -v log says it neutralises, once each, in order
+  probe.py facts BOOT_DIR MODULE.ko ARCH OUT.json
+      read one boot (scripts/guest/payload/probe.sh) and replay the
+      kernel's lookup on the record array the guest listed; write the
+      per-function facts
+  probe.py row STOCK.json PROCESSED.json TOOL_JSON OUT.txt
+      compare the two boots and the tool's at-risk report (TOOL_JSON: its
+      --format=json output on the shipped module, or "-" when the tool has
+      none); print the table and the verdict; exit 1 on a failure
+
+The replay (kernel/trace/ftrace.c, 7.2): ftrace_location(F) first looks
+for a record overlapping [F, F]; without one, and F being a symbol start,
+it calls lookup_rec(F, F + size - 1), size running to the next module
+kallsyms symbol.  lookup_rec() walks the record pages in order and runs a
+bsearch on each whose span overlaps the range; ftrace_cmp_recs() calls any
+record that overlaps the range a match, so the first pivot that overlaps
+wins.  The pages are those ftrace_allocate_pages() made for the module's
+whole __mcount_loc (groups of a power-of-two number of pages, the largest
+that fits, filled in ip order with the non-zero entries), less the
+.init.text records that ftrace_free_mem() removed after the module's init.
+"""
+import json
+import re
+import struct
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+import guest  # noqa: E402
+
+# Per arch: sizeof(struct dyn_ftrace) and MCOUNT_INSN_SIZE.
+ARCH = {"x86_64": (16, 5), "aarch64": (16, 4), "ppc64le": (24, 4)}
+PAGE = 4096
+INVALID = "__ftrace_invalid_address___"
+
+
+def functions(log):
+    seen = []
+    for ln in Path(log).read_text().splitlines():
+        m = re.search(r": (?:zero|drop) \S+ \(distance \d+ after (\S+)\)$", ln)
+        if m and m[1] not in seen:
+            seen.append(m[1])
+    return seen
+
+
+def group_sizes(count, entry):
+    """ftrace_allocate_pages(): the record capacity of each group."""
+    sizes = []
+    per_page = PAGE // entry
+    while count > 0:
+        pages = -(-count * entry // PAGE)
+        order = pages.bit_length() - 1
+        cnt = min(per_page << order, count)
+        sizes.append(cnt)
+        count -= cnt
+    return sizes
+
+
+def init_entries(elf):
+    """(all __mcount_loc entries, those that point into .init.text, those
+    the file leaves zero) of a module file."""
+    secs = guest.elf_sections(elf)
+    names = [s[0] for s in secs]
+    e = "<" if elf[5] == 1 else ">"
+    loc = secs[names.index("__mcount_loc")]
+    total = loc[4] // 8
+    init = zero = 0
+    rela = ".rela__mcount_loc"
+    if rela in names:
+        _n, _t, _f, off, size, link, _ent = secs[names.index(rela)]
+        symoff, symsize = secs[link][3], secs[link][4]
+        covered = set()
+        for i in range(size // 24):
+            r_off, info, _add = struct.unpack_from(e + "QQq", elf, off + 24 * i)
+            sym, typ = info >> 32, info & 0xFFFFFFFF
+            if typ == 0:
+                continue
+            covered.add(r_off)
+            assert 24 * sym < symsize
+            shndx, = struct.unpack_from(e + "H", elf, symoff + 24 * sym + 6)
+            if 0 < shndx < len(secs) and secs[shndx][0] == ".init.text":
+                init += 1
+        zero = total - len(covered)
+    return total, init, zero
+
+
+def bsearch(recs, lo, hi, insn):
+    """lib/bsearch.c with ftrace_cmp_recs(): the matching record or None."""
+    base, num = 0, len(recs)
+    while num > 0:
+        pivot = base + (num >> 1)
+        ip = recs[pivot]
+        if hi < ip:
+            r = -1
+        elif lo >= ip + insn:
+            r = 1
+        else:
+            return ip
+        if r > 0:
+            base = pivot + 1
+            num -= 1
+        num >>= 1
+    return None
+
+
+def lookup_rec(pages, lo, hi, insn):
+    for pg in pages:
+        if not pg or hi < pg[0] or lo >= pg[-1] + insn:
+            continue
+        ip = bsearch(pg, lo, hi, insn)
+        if ip is not None:
+            return ip
+    return None
+
+
+def facts(boot, module, arch, out):
+    rep = guest.read_console(boot)
+    mod = next(k[1] for k in rep["blocks"] if k[0] == "RECORDS")
+    recs = {}
+    for ln in rep["blocks"][("RECORDS", mod)]:
+        f = ln.split()
+        if len(f) >= 2 and re.fullmatch(r"[0-9a-f]+", f[0]):
+            recs[int(f[0], 16)] = f[1]
+    syms = []
+    for ln in rep["blocks"][("KALLSYMS", mod)]:
+        f = ln.split()
+        if len(f) >= 4 and re.fullmatch(r"[0-9a-f]+", f[0]):
+            syms.append((int(f[0], 16), f[1], f[2]))
+    sects = {}
+    for ln in rep["blocks"].get(("SECTIONS", mod), []):
+        f = ln.split()
+        if len(f) == 2:
+            sects[f[0]] = int(f[1], 16)
+    entry, insn = ARCH[arch]
+    elf, _signed = guest.strip_signature(guest.read_module(module))
+    total, n_init, n_zero = init_entries(elf)
+    ips = sorted(recs)
+    init_high = sects.get(".init.text", 0) > sects.get(".text", 0)
+    # The module's records as loaded: init ones (None) at the end or start.
+    loaded = ips + [None] * n_init if init_high else [None] * n_init + ips
+    pages, i = [], 0
+    for cap in group_sizes(total, entry):
+        pages.append([ip for ip in loaded[i:i + cap] if ip is not None])
+        i += cap
+    funcs = [ln.split()[0] for ln in rep["blocks"].get(("HITS", "control"), []) if ln.split()]
+    by_name = {}
+    for a, t, n in syms:
+        if t in "tT" and n not in by_name:
+            by_name[n] = a
+    addrs = sorted({a for a, _t, _n in syms})
+    text_end = max(recs) + insn
+
+    def blocks(tag):
+        return {k[1]: v for k, v in rep["blocks"].items() if k[0] == tag}
+    enabled = blocks("ENABLED")
+    hits = {k: dict((ln.split()[0], int(ln.split()[1])) for ln in v if len(ln.split()) == 2)
+            for k, v in blocks("HITS").items()}
+    fentry = {}
+    for ln in rep["blocks"].get(("FENTRY", None), []):
+        m = re.match(r"FENTRY (\S+) btf_id=(-?\d+) load=(-?\d+) attach=(-?\d+) hits=(\d+)", ln)
+        if m:
+            fentry[m[1]] = {"load": int(m[3]), "attach": int(m[4]), "hits": int(m[5])}
+    marks = {t: a for t, a in rep["markers"]}
+    rcs = {}
+    for tag in ("CONTROL-FILTER", "FPROBE-DEFINE", "FPROBE-ENABLE"):
+        rcs[tag] = dict(x.split("=", 1) for x in marks.get(tag, []))
+    lp_func = None
+    lp = {}
+    if "LIVEPATCH-INSMOD" in marks:
+        a = marks["LIVEPATCH-INSMOD"]
+        lp_func = a[0]
+        lp = {"function": a[0], "insmod": a[1], "state": " ".join(marks.get("LIVEPATCH-STATE", [])),
+              "runs": int(marks["LIVEPATCH-RUNS"][1]) if len(marks.get("LIVEPATCH-RUNS", [])) > 1 else None}
+
+    def listed(stage, f):
+        return any(re.match(re.escape(f) + r"(\+0x[0-9a-f]+/0x[0-9a-f]+)? \[", ln)
+                   for ln in enabled.get(stage, []))
+    rows = []
+    for f in funcs:
+        a = by_name.get(f)
+        row = {"function": f}
+        if a is None:
+            row["error"] = "not in kallsyms"
+            rows.append(row)
+            continue
+        nxt = min((x for x in addrs if x > a), default=text_end)
+        size = nxt - a
+        own = [ip for ip in ips if a <= ip < nxt and recs[ip] == f]
+        dead = [ip for ip in ips if a <= ip < nxt and recs[ip].startswith(INVALID)]
+        exact = lookup_rec(pages, a, a, insn)
+        chosen = exact if exact is not None else lookup_rec(pages, a, a + size - 1, insn)
+        row.update({
+            "addr": hex(a), "size": size,
+            "patch_site": "+%#x" % (own[0] - a) if own else None,
+            "dead_sites": ["+%#x" % (ip - a) for ip in dead],
+            "at_risk": exact is None and bool(dead),
+            "lookup": None if chosen is None else "+%#x" % (chosen - a),
+            "predicted_misdirected": chosen is not None and recs.get(chosen) != f,
+            "control_hits": hits.get("control", {}).get(f),
+            "control_listed": listed("control", f),
+            "fprobe_define": rcs["FPROBE-DEFINE"].get(f), "fprobe_enable": rcs["FPROBE-ENABLE"].get(f),
+            "fprobe_listed": listed("fprobe", f), "fprobe_hits": hits.get("fprobe", {}).get(f),
+            "fentry": fentry.get(f), "fentry_listed": listed("fentry", f) if "fentry" in enabled else None,
+        })
+        if f == lp_func:
+            row["livepatch"] = dict(lp, listed=listed("livepatch", f))
+        rows.append(row)
+    res = {"uname": rep["uname"], "module": mod, "arch": arch, "records": len(ips),
+           "invalid_records": sum(1 for n in recs.values() if n.startswith(INVALID)),
+           "mcount_entries": total, "init_entries": n_init, "zero_entries": n_zero,
+           "groups": [len(p) for p in pages], "init_high": init_high,
+           "workloads": {k: " ".join(v[1:]) for k, v in
+                         ((a[0], a) for t, a in rep["markers"] if t == "WORKLOAD")},
+           "panic": rep["panic"], "end": rep["end"], "functions": rows}
+    Path(out).write_text(json.dumps(res, indent=1) + "\n")
+    return res
+
+
+def reached(r, col):
+    """Whether a probe of COL reached the function: listed in
+    enabled_functions (fentry: listed too) and as many hits as the control."""
+    c = r["control_hits"]
+    if col == "fprobe":
+        return r["fprobe_listed"] and r["fprobe_hits"] == c
+    if col == "fentry":
+        fe = r.get("fentry")
+        return bool(fe) and fe["attach"] == 0 and r["fentry_listed"] and fe["hits"] == c
+    if col == "livepatch":
+        lp = r.get("livepatch")
+        return bool(lp) and lp["listed"] and lp["runs"] == c
+    raise ValueError(col)
+
+
+def at_risk_from_tool(path):
+    """{function: dead site} from the tool's --format=json at_risk, or None."""
+    if path == "-" or not Path(path).exists():
+        return None
+    out = {}
+    for ln in Path(path).read_text().splitlines():
+        if not ln.strip():
+            continue
+        obj = json.loads(ln)
+        for r in obj.get("at_risk") or []:
+            out.setdefault(r["function"], []).append(r.get("dead_site"))
+    return out
+
+
+def row(stock_p, proc_p, tool_p, out):
+    s, p = json.loads(Path(stock_p).read_text()), json.loads(Path(proc_p).read_text())
+    fails = []
+    lines = [f"kernel {s['uname']} ({s['arch']}), module {s['module']}: {s['records']} records "
+             f"({s['invalid_records']} invalid) in groups {s['groups']}; processed: {p['records']} "
+             f"({p['invalid_records']} invalid)",
+             "function | patch | dead | at risk | predicted | control | stock fprobe | stock fentry | "
+             "processed fprobe | processed fentry"]
+    pred, seen_f, seen_b, risk = set(), set(), set(), set()
+    pr_bad_f, pr_bad_b = set(), set()
+    cols = ("fprobe", "fentry")
+    for a, b in zip(s["functions"], p["functions"]):
+        f = a["function"]
+        if "error" in a or "error" in b:
+            fails.append(f"{f}: {a.get('error') or b.get('error')}")
+            continue
+
+        def cell(r, col):
+            if col == "fprobe":
+                return ("listed" if r["fprobe_listed"] else "NOT listed") + f" {r['fprobe_hits']}"
+            fe = r.get("fentry")
+            if not fe:
+                return "-"
+            return ("listed" if r["fentry_listed"] else "NOT listed") + f" {fe['hits']}"
+        if a["predicted_misdirected"]:
+            pred.add(f)
+        if a["at_risk"]:
+            risk.add(f)
+        if not reached(a, "fprobe"):
+            seen_f.add(f)
+        if a.get("fentry") and not reached(a, "fentry"):
+            seen_b.add(f)
+        if not reached(b, "fprobe"):
+            pr_bad_f.add(f)
+        if b.get("fentry") and not reached(b, "fentry"):
+            pr_bad_b.add(f)
+        if b["at_risk"] or b["predicted_misdirected"]:
+            fails.append(f"processed: {f} still at risk by the replay")
+        for r, tag in ((a, "stock"), (b, "processed")):
+            if r["fprobe_define"] != "0" or r["fprobe_enable"] != "0":
+                fails.append(f"{tag}: {f}: fprobe define/enable rc {r['fprobe_define']}/{r['fprobe_enable']}")
+            if not r["control_listed"]:
+                fails.append(f"{tag}: {f}: the control (function tracer) did not enable it")
+        if a["control_hits"] != b["control_hits"]:
+            fails.append(f"{f}: control hits differ between boots ({a['control_hits']} vs {b['control_hits']})")
+        lines.append(f"{f} | {a['patch_site']} | {','.join(a['dead_sites'])} | {'yes' if a['at_risk'] else 'no'} | "
+                     f"{'MISDIRECTED' if a['predicted_misdirected'] else 'own'} | {a['control_hits']} | "
+                     f"{cell(a, 'fprobe')} | {cell(a, 'fentry')} | {cell(b, 'fprobe')} | {cell(b, 'fentry')}")
+    for r, tag in ((s, "stock"), (p, "processed")):
+        if r["panic"] or not r["end"]:
+            fails.append(f"{tag}: the guest did not end cleanly: {r['panic'][:3]}")
+    lines.append(f"at risk (replay): {len(risk)} {sorted(risk)}")
+    lines.append(f"predicted misdirected: {sorted(pred)}")
+    lines.append(f"stock, fprobe did not reach: {sorted(seen_f)}; fentry did not reach: {sorted(seen_b)}")
+    lines.append(f"processed, fprobe did not reach: {sorted(pr_bad_f)}; fentry did not reach: {sorted(pr_bad_b)}")
+    if seen_f != pred:
+        fails.append(f"stock fprobe misdirected {sorted(seen_f)} != predicted {sorted(pred)}")
+    if any(x.get("fentry") for x in s["functions"]) and seen_b != pred:
+        fails.append(f"stock fentry misdirected {sorted(seen_b)} != predicted {sorted(pred)}")
+    if pr_bad_f or pr_bad_b:
+        fails.append(f"processed: probes that did not reach their function: {sorted(pr_bad_f | pr_bad_b)}")
+    for a, b in zip(s["functions"], p["functions"]):
+        if "livepatch" in a or "livepatch" in b:
+            la, lb = a.get("livepatch", {}), b.get("livepatch", {})
+            lines.append(f"livepatch on {a['function']}: stock {la} ; processed {lb}; control {a['control_hits']}")
+            if a["predicted_misdirected"] and reached(a, "livepatch"):
+                fails.append("stock livepatch reached a function predicted misdirected")
+            if not reached(b, "livepatch"):
+                fails.append("processed livepatch did not run as often as the control")
+    tool = at_risk_from_tool(tool_p)
+    if tool is not None:
+        lines.append(f"tool at_risk: {sorted(tool)}")
+        if set(tool) != risk:
+            fails.append(f"tool at_risk {sorted(tool)} != replay at risk {sorted(risk)}")
+    if not pred:
+        lines.append("nothing predicted misdirected: the negative control cannot fail here")
+    return guest.verdict(out, "\n".join(lines), fails, "probe-e2e")
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    if a[:1] == ["functions"] and len(a) == 2:
+        print("\n".join(functions(a[1])))
+    elif a[:1] == ["facts"] and len(a) == 5:
+        facts(*a[1:])
+    elif a[:1] == ["row"] and len(a) == 5:
+        sys.exit(row(*a[1:]))
+    else:
+        sys.exit(__doc__)
