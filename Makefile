@@ -13,9 +13,14 @@ BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
+# rpm reads /usr/lib/rpm and its macros.d, and debhelper finds its add-ons
+# in Perl's @INC: with PREFIX=/usr they land there (Perl's vendor dir,
+# /usr/share/perl5 on Debian). Under another PREFIX they need these three
+# set (README, "Building and installing").
 RPMCONFIGDIR ?= $(PREFIX)/lib/rpm
 RPMMACRODIR ?= $(RPMCONFIGDIR)/macros.d
-PERL5DIR ?= $(DATADIR)/perl5
+PERL ?= perl
+PERL5DIR ?= $(if $(filter /usr,$(PREFIX)),$(or $(shell $(PERL) -MConfig -e 'print $$Config{vendorlib}' 2>/dev/null),/usr/share/perl5),$(DATADIR)/perl5)
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
@@ -46,9 +51,16 @@ docs: build
 
 version = $(shell $(BIN) --version 2>/dev/null | cut -d' ' -f2)
 
-# Depends on all, so that `make install` works from a fresh clone; after
-# `make`, cargo and pod2man have nothing left to do.
-install: all
+# What `make` built, installed without running cargo (root may have none:
+# rustup installs per user). The rpm macros name the tool and the brp
+# script where this installs them.
+BUILT := $(BIN) $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DOCS)/install-kbuild-hook.8 \
+	$(DOCS)/completions/zero-weak-mcount.bash $(DOCS)/completions/_zero-weak-mcount \
+	$(DOCS)/completions/zero-weak-mcount.fish
+install:
+	@for f in $(BUILT); do \
+		[ -f "$$f" ] || { echo "make install: $$f is missing: run make first (make install runs no cargo)" >&2; exit 1; }; \
+	done
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/zero-weak-mcount \
 		$(DESTDIR)$(RPMCONFIGDIR) $(DESTDIR)$(RPMMACRODIR) $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
@@ -57,7 +69,9 @@ install: all
 	$(INSTALL) -m 0755 scripts/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
 	$(INSTALL) -m 0644 Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
 	$(INSTALL) -m 0755 scripts/brp-zero-weak-mcount $(DESTDIR)$(RPMCONFIGDIR)/
-	$(INSTALL) -m 0644 scripts/macros.zero-weak-mcount $(DESTDIR)$(RPMMACRODIR)/
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@RPMCONFIGDIR@|$(RPMCONFIGDIR)|g' scripts/macros.zero-weak-mcount \
+		>$(DESTDIR)$(RPMMACRODIR)/macros.zero-weak-mcount
+	chmod 0644 $(DESTDIR)$(RPMMACRODIR)/macros.zero-weak-mcount
 	$(INSTALL) -m 0755 scripts/dh_zero_weak_mcount $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0644 debhelper/zero_weak_mcount.pm $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/
 	$(INSTALL) -m 0644 $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DESTDIR)$(MANDIR)/man1/
@@ -65,6 +79,10 @@ install: all
 	$(INSTALL) -m 0644 $(DOCS)/completions/zero-weak-mcount.bash $(DESTDIR)$(BASHCOMPDIR)/zero-weak-mcount
 	$(INSTALL) -m 0644 $(DOCS)/completions/_zero-weak-mcount $(DESTDIR)$(ZSHCOMPDIR)/
 	$(INSTALL) -m 0644 $(DOCS)/completions/zero-weak-mcount.fish $(DESTDIR)$(FISHCOMPDIR)/
+	@$(PERL) -e 'exit !grep { $$_ eq $$ARGV[0] } @INC' $(PERL5DIR) 2>/dev/null || \
+		echo "make install: note: $(PERL5DIR) is not in Perl's @INC, so dh does not find the add-on there (set PERL5DIR, README)"
+	@[ "$$(rpm --eval '%{_rpmmacrodir}' 2>/dev/null || echo $(RPMMACRODIR))" = $(RPMMACRODIR) ] || \
+		echo "make install: note: rpm reads its macros from $$(rpm --eval '%{_rpmmacrodir}'), not $(RPMMACRODIR) (set RPMCONFIGDIR and RPMMACRODIR, README)"
 
 # cargo clean honours CARGO_TARGET_DIR, and the docs live under target/.
 clean:

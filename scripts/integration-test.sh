@@ -164,10 +164,11 @@ rpm --root "$rroot" --nodeps -i "$rpmfile" >"$pkgdir/rpm-i.log" 2>&1 ||
 rpm --root "$rroot" -V --nodeps zero-weak-mcount >"$pkgdir/rpm-V.log" 2>&1 ||
 	{ cat "$pkgdir/rpm-V.log" >&2; die "rpm -V of the installed package is not clean"; }
 
-# make install DESTDIR=, from the tree the .deb was built in, and the man
+# make install DESTDIR=, from the tree the .deb was built in, with no cargo
+# (CARGO=false: it installs what the build made), and the man
 # pages render.
 mi=$work/make-install
-make -C "$src" install DESTDIR="$mi" PREFIX=/usr CARGO_TARGET_DIR="$repo/target/pkg-deb" >"$pkgdir/make-install.log" 2>&1 ||
+make -C "$src" install CARGO=false DESTDIR="$mi" PREFIX=/usr CARGO_TARGET_DIR="$repo/target/pkg-deb" >"$pkgdir/make-install.log" 2>&1 ||
 	{ cat "$pkgdir/make-install.log" >&2; die "make install DESTDIR=$mi PREFIX=/usr failed"; }
 for f in usr/bin/zero-weak-mcount usr/sbin/install-kbuild-hook usr/share/zero-weak-mcount/Makefile.snippet \
 	usr/lib/rpm/brp-zero-weak-mcount usr/lib/rpm/macros.d/macros.zero-weak-mcount usr/bin/dh_zero_weak_mcount \
