@@ -56,7 +56,7 @@ pub struct Cli {
     /// What to do with a signed module that needs changes (one that needs none is left as it is)
     #[arg(long, value_enum, default_value_t = SignedPolicy::Refuse, value_name = "POLICY")]
     pub signed: SignedPolicy,
-    /// What to do with a compressed module (.ko.xz, .ko.zst, .ko.gz)
+    /// What to do with a compressed module (.ko.xz, .ko.zst, .ko.gz); --check reads it in memory anyway
     #[arg(long, value_enum, default_value_t = CompressedPolicy::Leave, value_name = "POLICY")]
     pub compressed: CompressedPolicy,
     /// Treat warnings as errors (the file is left unchanged)

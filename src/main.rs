@@ -199,8 +199,7 @@ fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
             if opts.verbose {
                 lines.extend(a.details.iter().map(|d| format!("{NAME}: {shown}: {d}")));
             }
-            let changes = matches!(a.outcome, Outcome::Changed { .. });
-            if opts.check && changes {
+            if let (true, Outcome::Changed { signed, .. }) = (opts.check, &a.outcome) {
                 let summary = if let Some(rest) = a.summary.strip_prefix("zeroed ") {
                     format!("would zero {rest}")
                 } else if let Some(rest) = a.summary.strip_prefix("dropped ") {
@@ -208,7 +207,8 @@ fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
                 } else {
                     a.summary
                 };
-                lines.push(format!("{NAME}: {shown}: would change: {summary}"));
+                let what = if *signed { "would change (signed)" } else { "would change" };
+                lines.push(format!("{NAME}: {shown}: {what}: {summary}"));
             } else if opts.verbose {
                 lines.push(format!("{NAME}: {shown}: {}", a.summary));
             }

@@ -63,7 +63,10 @@ pub struct Options {
 pub enum Outcome {
     /// Written (or, under `--check`, would be): entries neutralised (zeroed or
     /// dropped, as the arch has it), a signature dropped.
-    Changed { neutralised: usize, stripped: bool },
+    /// `signed`: the module carries a signature that the change would (or,
+    /// with `stripped`, did) invalidate; under `--check` a signed module is
+    /// reported, not refused.
+    Changed { neutralised: usize, stripped: bool, signed: bool },
     /// Nothing to write.
     Unchanged,
     /// Left alone on purpose, for this reason.
@@ -138,7 +141,7 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     };
     let analysis = decided.finish(warnings);
     match signed_len {
-        Some(len) => signed(analysis, len as u64, opts.signed),
+        Some(len) => signed(analysis, len as u64, opts.signed, opts.check),
         None => Ok(analysis),
     }
 }
@@ -146,11 +149,14 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 /// Apply the signature policy to the analysis of a signed module's image.
 /// A module that needs no write keeps its signature and is simply
 /// unchanged, whatever the policy: nothing would invalidate it.
-fn signed(mut analysis: Analysis, image_len: u64, policy: SignedPolicy) -> Result<Analysis, Error> {
-    let Outcome::Changed { stripped, .. } = &mut analysis.outcome else {
+fn signed(mut analysis: Analysis, image_len: u64, policy: SignedPolicy, check: bool) -> Result<Analysis, Error> {
+    let Outcome::Changed { stripped, signed, .. } = &mut analysis.outcome else {
         return Ok(analysis);
     };
+    *signed = true;
     match policy {
+        // An audit reports what needs doing; the real run would refuse it.
+        SignedPolicy::Refuse if check => Ok(analysis),
         SignedPolicy::Refuse => Err(Error::Signed),
         SignedPolicy::Leave => {
             let why = "module is signed and needs changes; left unchanged (--signed=skip): process modules before \
@@ -213,7 +219,7 @@ impl Decided {
     fn finish(self, warnings: Vec<String>) -> Analysis {
         let Decided { plan, neutralised, left, details, summary } = self;
         let outcome = if neutralised > 0 {
-            Outcome::Changed { neutralised, stripped: false }
+            Outcome::Changed { neutralised, stripped: false, signed: false }
         } else if let Some((kind, why)) = left {
             Outcome::Skipped(kind, why)
         } else {
