@@ -13,6 +13,14 @@ use crate::process::{CompressedPolicy, SignedPolicy};
 
 pub const NAME: &str = "zero-weak-mcount";
 
+/// The text after the options in --help: the exit statuses, as `cmp` and
+/// `diff` use them (examples/gen-docs.rs makes the man page's EXIT STATUS
+/// from the same lines).
+pub const AFTER_HELP: &str = "Exit status (file and tree mode alike):
+  0  success; under --check, nothing would change
+  1  under --check, at least one module would change; otherwise a module failed (left unchanged)
+  2  usage error; under --check also a module that cannot be read or judged (this wins over 1)";
+
 /// The crate version and the build identity from build.rs: a `git
 /// describe` of the sources, or a hash of them outside git. The Kbuild hook
 /// records this line in a shell command, so a rebuilt tool reprocesses every
@@ -25,17 +33,14 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " ", env!("ZWM_BUIL
 /// Run it on each .ko right after it is linked, before it is signed,
 /// stripped or compressed; or on a whole module tree (a DIR argument) when
 /// packaging. All output goes to stderr.
-///
-/// Exit status: 0 on success, including "nothing to do"; 1 when any file
-/// failed, was refused, or would change under --check; 2 on a usage error.
 #[derive(Parser, Debug)]
-#[command(name = NAME, version = VERSION)]
+#[command(name = NAME, version = VERSION, after_help = AFTER_HELP)]
 #[allow(clippy::doc_markdown, reason = "these comments are the --help text and the man page, where backticks show")]
 pub struct Cli {
     /// Module files (.ko, .ko.xz, .ko.zst, .ko.gz), processed in place, or directories to walk
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Write nothing; exit 1 if any file would change or the real run would fail
+    /// Write nothing; exit 1 if any file would change (compressed and signed modules included)
     #[arg(long)]
     pub check: bool,
     /// List each zeroed entry and each entry kept for doubt, and a summary per file

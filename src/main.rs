@@ -65,8 +65,26 @@ fn main() -> ExitCode {
     if progress.is_some() {
         eprint!("\r\x1b[K");
     }
-    let failed = report(&results, tree, opts.check) || walk_failed;
-    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    let counts = report(&results, tree, opts.check);
+    exit_status(opts.check, counts.changed, counts.errors + usize::from(walk_failed))
+}
+
+/// The exit status, as `cmp` and `diff` have it (SCHEMA.md): under
+/// `--check` 0 nothing would change, 1 something would, 2 trouble (a
+/// module that cannot be read or judged), trouble winning; otherwise 0 or
+/// 1 when a module failed. Usage errors (2) never get this far.
+fn exit_status(check: bool, changed: usize, errors: usize) -> ExitCode {
+    match (check, errors > 0, changed > 0) {
+        (true, true, _) => ExitCode::from(2),
+        (true, false, true) | (false, true, _) => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// How many modules changed (or would) and how many failed.
+struct Counts {
+    changed: usize,
+    errors: usize,
 }
 
 /// clap's messages, in the `zero-weak-mcount: error: ...` shape of every
@@ -149,9 +167,8 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
     Ok(Inputs { files, tree, walk_failed })
 }
 
-/// Print every file's lines and, in tree mode, the summary; true if the
-/// run failed (an error, or `--check` found a file to change).
-fn report(results: &[Done], tree: bool, check: bool) -> bool {
+/// Print every file's lines and, in tree mode, the summary.
+fn report(results: &[Done], tree: bool, check: bool) -> Counts {
     let mut changed = 0;
     let mut unchanged = 0;
     let mut errors = 0;
@@ -183,7 +200,7 @@ fn report(results: &[Done], tree: bool, check: bool) -> bool {
             if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
         );
     }
-    errors > 0 || (check && changed > 0)
+    Counts { changed, errors }
 }
 
 fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
