@@ -17,7 +17,16 @@
 # Rows (default: all, newest first):
 #   sid-amd64   Debian sid 7.2 x86_64 (IBT): kvm.ko, kvm-amd loaded under
 #               QEMU -cpu max (SVM) so that /dev/kvm works; workload
-#               scripts/probe/kvmdrive.c
+#               scripts/probe/kvmdrive.c; livepatch on irqfd_wakeup
+#               (scripts/probe/livepatch.c, built in a Debian root made with
+#               mmdebstrap that holds the release's gcc and linux-headers)
+#   trixie-amd64 the same on Debian trixie's 6.12 x86_64 kernel
+#   sid-arm64   Debian sid 7.2 arm64 (virt, cortex max): kvm is built in
+#               there, and the one module of the tree with dead weak bodies
+#               is rvu_nicpf.ko (with the three modules it needs), whose
+#               functions need its hardware to run: no workload; the guest
+#               reads the kernel text (/proc/kcore, scripts/probe/kpeek.c)
+#               to see which patch site each probe made ftrace rewrite
 #
 # Environment: ZWM (tool binary; default target/release/zero-weak-mcount,
 # built with cargo), ZWM_CACHE (downloads, see scripts/fetch-debian-kernel.sh),
@@ -34,7 +43,7 @@ PY=(python3 "$PROBE/probe.py")
 E2EPY=(python3 "$REPO/scripts/e2e/zwm_e2e.py")
 FETCH=$REPO/scripts/fetch-debian-kernel.sh
 
-ALL_ROWS="sid-amd64"
+ALL_ROWS="sid-amd64 trixie-amd64 sid-arm64"
 rows=$ALL_ROWS
 work=${ZWM_PROBE_WORK:-}
 while [ $# -gt 0 ]; do
@@ -49,17 +58,54 @@ for r in $rows; do
     case " $ALL_ROWS " in *" $r "*) ;; *) die "unknown row $r";;
     esac
 done
-missing_packages "qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 python3" \
-    "gcc gcc" "/usr/lib/$(gcc -print-multiarch 2>/dev/null)/libc.a libc6-dev"
+needs=("qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 python3"
+       "gcc gcc" "/usr/lib/$(gcc -print-multiarch 2>/dev/null)/libc.a libc6-dev")
+case "$rows" in *arm64*) needs+=("qemu-system-aarch64 qemu-system-arm" "aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu"
+                                  "/usr/aarch64-linux-gnu/lib/libc.a libc6-dev-arm64-cross");; esac
+missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
 ZWM=$(find_tool "${ZWM:-}") || exit 1
 work=$(work_dir "$work" /tmp/zwm-probe.XXXXXX) || die "cannot make the work folder"
 log "work folder: $work"
 FAILURES=()
 
-# static_build OUT SRC: a static program for the guest (host arch).
+# build_livepatch ABI OUT: scripts/probe/livepatch.c built against the
+# release's own headers (linux-headers-ABI) with the gcc that built the
+# kernel (CONFIG_CC_VERSION_TEXT), in a SUITE root kept in the cache.
+build_livepatch() {
+    local abi=$1 out=$2 broot gccpkg cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
+    broot=$cache/probe-build/$SUITE-$DEBARCH-$abi
+    gccpkg=$(sed -n 's/^CONFIG_CC_VERSION_TEXT=".*-gcc-\([0-9][0-9]*\) .*/gcc-\1/p' "$KCONFIG")
+    [ -n "$gccpkg" ] || { FAILURES+=("$ROW: no gcc version in $KCONFIG"); return 1; }
+    command -v mmdebstrap >/dev/null || install_packages mmdebstrap
+    # A release's newest kernel is often in its -security suite only.
+    local mirrors=("deb ${ZWM_DEBIAN_MIRROR:-http://deb.debian.org/debian} $SUITE main")
+    [ "$SUITE" = sid ] ||
+        mirrors+=("deb ${ZWM_DEBIAN_SECURITY:-http://deb.debian.org/debian-security} $SUITE-security main")
+    if [ ! -d "$broot/usr/src/linux-headers-$abi" ]; then
+        log "$ROW: making a $SUITE root with $gccpkg and linux-headers-$abi"
+        rm -rf "$broot"; mkdir -p "$(dirname "$broot")"
+        nice mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
+            --aptopt='Acquire::Check-Date "false"' \
+            --include="make,$gccpkg,libc6-dev,linux-headers-$abi" "$SUITE" "$broot" "${mirrors[@]}" \
+            >"$RDIR/mmdebstrap.log" 2>&1 ||
+            { FAILURES+=("$ROW: mmdebstrap failed ($RDIR/mmdebstrap.log)"); rm -rf "$broot"; return 1; }
+    fi
+    rm -rf "$broot/build"; mkdir -p "$broot/build"
+    cp "$PROBE/livepatch.c" "$broot/build/zwm_probe_livepatch.c"
+    echo 'obj-m := zwm_probe_livepatch.o' > "$broot/build/Kbuild"
+    # objtool reads /proc.
+    mount -t proc proc "$broot/proc" || { FAILURES+=("$ROW: cannot mount proc in $broot"); return 1; }
+    nice chroot "$broot" make -C "/usr/src/linux-headers-$abi" M=/build modules >"$RDIR/livepatch-build.log" 2>&1
+    local rc=$?
+    umount "$broot/proc"
+    [ $rc = 0 ] || { FAILURES+=("$ROW: building the livepatch failed ($RDIR/livepatch-build.log)"); return 1; }
+    cp "$broot/build/zwm_probe_livepatch.ko" "$out"
+}
+
+# static_build OUT SRC: a static program for the guest ($CC).
 static_build() {
-    gcc -O2 -Wall -static -o "$1" "$2" || { FAILURES+=("cannot build $2"); return 1; }
+    "$CC" -O2 -Wall -static -o "$1" "$2" || { FAILURES+=("cannot build $2"); return 1; }
 }
 
 # boot VARIANT_DIR: boot the row's modules from VARIANT_DIR/mods with the
@@ -80,10 +126,15 @@ boot() {
 run_row() {
     ROW=$1
     case "$ROW" in
-        sid-amd64)
-            SUITE=sid DEBARCH=amd64 GARCH=x86_64 GCPU=max MOD=kvm WORKLOAD=kvmdrive
+        sid-amd64|trixie-amd64)
+            SUITE=${ROW%-amd64} DEBARCH=amd64 GARCH=x86_64 GCPU=max MOD=kvm WORKLOAD=kvmdrive LIVEPATCH=irqfd_wakeup
+            CC=gcc
             # In load order: kvm-amd needs ccp; kvm needs irqbypass.
             CHAIN_PATHS="virt/lib/irqbypass arch/x86/kvm/kvm drivers/crypto/ccp/ccp arch/x86/kvm/kvm-amd";;
+        sid-arm64)
+            SUITE=sid DEBARCH=arm64 GARCH=aarch64 GCPU= MOD=rvu_nicpf WORKLOAD=none LIVEPATCH= CC=aarch64-linux-gnu-gcc
+            CHAIN_PATHS="drivers/net/ethernet/marvell/octeontx2/af/rvu_mbox drivers/net/ethernet/marvell/octeontx2/nic/otx2_ptp
+                         drivers/net/macsec drivers/net/ethernet/marvell/octeontx2/nic/rvu_nicpf";;
     esac
     RDIR=$work/$ROW
     mkdir -p "$RDIR/stock/mods" "$RDIR/processed/mods" "$RDIR/probe"
@@ -117,8 +168,17 @@ run_row() {
     [ -s "$RDIR/probe/functions" ] || { FAILURES+=("$ROW: no function precedes a dead body"); return 1; }
     echo "$MOD" > "$RDIR/probe/module"
     echo "$WORKLOAD" > "$RDIR/probe/workload"
-    static_build "$RDIR/probe/$WORKLOAD" "$PROBE/$WORKLOAD.c" || return 1
+    if [ "$WORKLOAD" = none ]; then
+        printf '#!/bin/sh\necho "none: ok (no workload)"\n' > "$RDIR/probe/none"; chmod 755 "$RDIR/probe/none"
+    else
+        static_build "$RDIR/probe/$WORKLOAD" "$PROBE/$WORKLOAD.c" || return 1
+    fi
+    static_build "$RDIR/probe/kpeek" "$PROBE/kpeek.c" || return 1
     static_build "$RDIR/probe/fentry" "$PROBE/fentry.c" || return 1
+    if [ -n "${LIVEPATCH:-}" ]; then
+        build_livepatch "$(basename "$kdir")" "$RDIR/probe/livepatch.ko" || return 1
+        echo "$LIVEPATCH" > "$RDIR/probe/livepatch-function"
+    fi
     boot "$RDIR/stock" || return 1
     boot "$RDIR/processed" || return 1
     local tj=-

@@ -36,10 +36,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
 import guest  # noqa: E402
 
-# Per arch: sizeof(struct dyn_ftrace) and MCOUNT_INSN_SIZE.
+# Per arch: sizeof(struct dyn_ftrace) and MCOUNT_INSN_SIZE (7.2: powerpc's
+# dyn_arch_ftrace holds the out-of-line stub's address with
+# CONFIG_PPC_FTRACE_OUT_OF_LINE, which Debian's ppc64el kernel sets).
 ARCH = {"x86_64": (16, 5), "aarch64": (16, 4), "ppc64le": (24, 4)}
 PAGE = 4096
 INVALID = "__ftrace_invalid_address___"
+MAX_PATCH_OFFSET = 16
 
 
 def functions(log):
@@ -167,7 +170,8 @@ def facts(boot, module, arch, out):
     for ln in rep["blocks"].get(("FENTRY", None), []):
         m = re.match(r"FENTRY (\S+) btf_id=(-?\d+) load=(-?\d+) attach=(-?\d+) hits=(\d+)", ln)
         if m:
-            fentry[m[1]] = {"load": int(m[3]), "attach": int(m[4]), "hits": int(m[5])}
+            fentry[m[1]] = {"btf_id": int(m[2]), "load": int(m[3]), "attach": int(m[4]),
+                            "hits": int(m[5])}
     marks = {t: a for t, a in rep["markers"]}
     rcs = {}
     for tag in ("CONTROL-FILTER", "FPROBE-DEFINE", "FPROBE-ENABLE"):
@@ -179,6 +183,17 @@ def facts(boot, module, arch, out):
         lp_func = a[0]
         lp = {"function": a[0], "insmod": a[1], "state": " ".join(marks.get("LIVEPATCH-STATE", [])),
               "runs": int(marks["LIVEPATCH-RUNS"][1]) if len(marks.get("LIVEPATCH-RUNS", [])) > 1 else None}
+
+    peeks = {k: dict((int(ln.split()[1], 16), ln.split()[2]) for ln in v
+                     if ln.startswith("KPEEK ") and len(ln.split()) == 3)
+             for k, v in blocks("KPEEK").items()}
+
+    def patched(stage, ips):
+        """Of IPS, the sites whose bytes differ from the baseline in STAGE
+        (None without kpeek)."""
+        if stage not in peeks or "baseline" not in peeks:
+            return None
+        return [ip for ip in ips if peeks[stage].get(ip) != peeks["baseline"].get(ip)]
 
     def listed(stage, f):
         return any(re.match(re.escape(f) + r"(\+0x[0-9a-f]+/0x[0-9a-f]+)? \[", ln)
@@ -193,8 +208,13 @@ def facts(boot, module, arch, out):
             continue
         nxt = min((x for x in addrs if x > a), default=text_end)
         size = nxt - a
-        own = [ip for ip in ips if a <= ip < nxt and recs[ip] == f]
-        dead = [ip for ip in ips if a <= ip < nxt and recs[ip].startswith(INVALID)]
+        # F's own record is its first, at its patch site (within the
+        # widest patch-site offset of any arch); the others in its extent
+        # are dead bodies' (named invalid where the kernel checks, after F
+        # where it does not).
+        inside = [ip for ip in ips if a <= ip < nxt]
+        own = inside[:1] if inside and inside[0] - a <= MAX_PATCH_OFFSET and recs[inside[0]] == f else []
+        dead = [ip for ip in inside if ip not in own]
         exact = lookup_rec(pages, a, a, insn)
         chosen = exact if exact is not None else lookup_rec(pages, a, a + size - 1, insn)
         row.update({
@@ -203,13 +223,20 @@ def facts(boot, module, arch, out):
             "dead_sites": ["+%#x" % (ip - a) for ip in dead],
             "at_risk": exact is None and bool(dead),
             "lookup": None if chosen is None else "+%#x" % (chosen - a),
-            "predicted_misdirected": chosen is not None and recs.get(chosen) != f,
+            "predicted_misdirected": chosen is not None and chosen not in own,
             "control_hits": hits.get("control", {}).get(f),
             "control_listed": listed("control", f),
             "fprobe_define": rcs["FPROBE-DEFINE"].get(f), "fprobe_enable": rcs["FPROBE-ENABLE"].get(f),
             "fprobe_listed": listed("fprobe", f), "fprobe_hits": hits.get("fprobe", {}).get(f),
-            "fentry": fentry.get(f), "fentry_listed": listed("fentry", f) if "fentry" in enabled else None,
+            # A local function's clone (F.part.0) has no BTF: no fentry.
+            "fentry": fentry.get(f) if fentry.get(f, {}).get("btf_id", -1) >= 0 else None,
+            "fentry_btf": (f in fentry and fentry[f]["btf_id"] >= 0) if fentry else None,
+            "fentry_listed": listed("fentry", f) if "fentry" in enabled else None,
         })
+        for stage in ("control", "fprobe", "fentry", "livepatch"):
+            pa = patched(stage, own + dead)
+            if pa is not None:
+                row[f"{stage}_patched"] = ["own" if ip in own else "+%#x" % (ip - a) for ip in pa]
         if f == lp_func:
             row["livepatch"] = dict(lp, listed=listed("livepatch", f))
         rows.append(row)
@@ -228,14 +255,19 @@ def reached(r, col):
     """Whether a probe of COL reached the function: listed in
     enabled_functions (fentry: listed too) and as many hits as the control."""
     c = r["control_hits"]
+    # Where kpeek read the text: F's own site must be the one rewritten
+    # (enabled_functions names a dead record after F on arches without
+    # the kernel's check, so there its listing proves nothing).
+    own = r.get(f"{col}_patched")
+    own = own is None or own == ["own"]
     if col == "fprobe":
-        return r["fprobe_listed"] and r["fprobe_hits"] == c
+        return own and r["fprobe_listed"] and r["fprobe_hits"] == c
     if col == "fentry":
         fe = r.get("fentry")
-        return bool(fe) and fe["attach"] == 0 and r["fentry_listed"] and fe["hits"] == c
+        return own and bool(fe) and fe["attach"] == 0 and r["fentry_listed"] and fe["hits"] == c
     if col == "livepatch":
         lp = r.get("livepatch")
-        return bool(lp) and lp["listed"] and lp["runs"] == c
+        return own and bool(lp) and lp["listed"] and lp["runs"] == c
     raise ValueError(col)
 
 
@@ -271,12 +303,14 @@ def row(stock_p, proc_p, tool_p, out):
             continue
 
         def cell(r, col):
+            pa = r.get(f"{col}_patched")
+            site = "" if pa is None else " site " + (",".join(pa) or "none")
             if col == "fprobe":
-                return ("listed" if r["fprobe_listed"] else "NOT listed") + f" {r['fprobe_hits']}"
+                return ("listed" if r["fprobe_listed"] else "NOT listed") + f" {r['fprobe_hits']}" + site
             fe = r.get("fentry")
             if not fe:
-                return "-"
-            return ("listed" if r["fentry_listed"] else "NOT listed") + f" {fe['hits']}"
+                return "no BTF" if r.get("fentry_btf") is False else "-"
+            return ("listed" if r["fentry_listed"] else "NOT listed") + f" {fe['hits']}" + site
         if a["predicted_misdirected"]:
             pred.add(f)
         if a["at_risk"]:
@@ -310,6 +344,12 @@ def row(stock_p, proc_p, tool_p, out):
     lines.append(f"processed, fprobe did not reach: {sorted(pr_bad_f)}; fentry did not reach: {sorted(pr_bad_b)}")
     if seen_f != pred:
         fails.append(f"stock fprobe misdirected {sorted(seen_f)} != predicted {sorted(pred)}")
+    fentry_ok = any(x.get("fentry") and x["fentry"]["attach"] == 0 for x in s["functions"])
+    if any(x.get("fentry") for x in s["functions"]) and not fentry_ok:
+        rcs = sorted({x["fentry"]["load"] if x["fentry"]["load"] else x["fentry"]["attach"]
+                      for x in s["functions"] if x.get("fentry")})
+        lines.append(f"BPF fentry: no program could be loaded and attached on this kernel (rc {rcs})")
+        seen_b, pr_bad_b = pred, set()
     if any(x.get("fentry") for x in s["functions"]) and seen_b != pred:
         fails.append(f"stock fentry misdirected {sorted(seen_b)} != predicted {sorted(pred)}")
     if pr_bad_f or pr_bad_b:

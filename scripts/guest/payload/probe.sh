@@ -31,12 +31,34 @@ for s in /sys/module/$M/sections/.*text*; do
 done
 echo "@@ZWM SECTIONS-END"
 
+# The records of the probed functions' extents, for kpeek: those named
+# after one of them (an arch without the kernel's weak check names a dead
+# record after the function before it) or invalid (one with it).
+SITES=""
+if [ -x $P/kpeek ]; then
+    SITES=$(grep " \[$M\]\$" $T/available_filter_functions_addrs |
+        awk -v fs="$FUNCS" 'BEGIN {n = split(fs, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1}
+            ($2 in w) || ($2 ~ /^__ftrace_invalid_address__/) {print $1}' | tr '\n' ' ')
+fi
+# peek STAGE: the bytes at every site (nothing without kpeek).
+peek() {
+    [ -n "$SITES" ] || return 0
+    echo "@@ZWM KPEEK-BEGIN $1"
+    $P/kpeek $SITES
+    echo "@@ZWM KPEEK-END"
+}
+peek baseline
+
+# ev F: F's fprobe event name (a local function's "F.part.0" has dots,
+# which an event name cannot).
+ev() { echo "$1" | tr . _; }
+
 # count_hits FILE FORMAT: "F N" for each function, N the trace lines of F.
 count_hits() {
     for f in $FUNCS; do
         case $2 in
             function) n=$(grep -c " $f <-" "$1");;
-            fprobe) n=$(grep -c " $f: (" "$1");;
+            fprobe) n=$(grep -c " $(ev "$f"): (" "$1");;
         esac
         echo "$f $n"
     done
@@ -56,6 +78,7 @@ echo 1 > $T/tracing_on
 echo "@@ZWM ENABLED-BEGIN control"
 grep " \[$M\]" $T/enabled_functions
 echo "@@ZWM ENABLED-END"
+peek control
 echo "@@ZWM WORKLOAD control $($WORK 2>&1 | tail -n 1)"
 sleep 1
 echo 0 > $T/tracing_on
@@ -71,10 +94,10 @@ echo "@@ZWM HITS-END"
 echo > $T/trace
 defs="" ens=""
 for f in $FUNCS; do
-    echo "f:zwm/$f $f" >> $T/dynamic_events; defs="$defs $f=$?"
+    echo "f:zwm/$(ev "$f") $f" >> $T/dynamic_events; defs="$defs $f=$?"
 done
 for f in $FUNCS; do
-    echo 1 > $T/events/zwm/$f/enable; ens="$ens $f=$?"
+    echo 1 > $T/events/zwm/$(ev "$f")/enable; ens="$ens $f=$?"
 done
 echo "@@ZWM FPROBE-DEFINE$defs"
 echo "@@ZWM FPROBE-ENABLE$ens"
@@ -82,6 +105,7 @@ echo 1 > $T/tracing_on
 echo "@@ZWM ENABLED-BEGIN fprobe"
 grep " \[$M\]" $T/enabled_functions
 echo "@@ZWM ENABLED-END"
+peek fprobe
 echo "@@ZWM WORKLOAD fprobe $($WORK 2>&1 | tail -n 1)"
 sleep 1
 echo 0 > $T/tracing_on
@@ -89,8 +113,8 @@ cat $T/trace > /tmp/trace-fprobe
 echo "@@ZWM HITS-BEGIN fprobe"
 count_hits /tmp/trace-fprobe fprobe
 echo "@@ZWM HITS-END"
-for f in $FUNCS; do echo 0 > $T/events/zwm/$f/enable; done
-for f in $FUNCS; do echo "-:zwm/$f" >> $T/dynamic_events; done
+for f in $FUNCS; do echo 0 > $T/events/zwm/$(ev "$f")/enable; done
+for f in $FUNCS; do echo "-:zwm/$(ev "$f")" >> $T/dynamic_events; done
 echo > $T/trace
 
 # --- BPF fentry ------------------------------------------------------------------
@@ -99,14 +123,17 @@ if [ -x $P/fentry ]; then
     # enabled_functions and the workload (printed after, in blocks of their own).
     cat > /tmp/fentry-run <<EOT
 grep " \[$M\]" $T/enabled_functions > /tmp/enabled-fentry
+$([ -n "$SITES" ] && echo "{ echo '@@ZWM KPEEK-BEGIN fentry'; $P/kpeek $SITES; echo '@@ZWM KPEEK-END'; } > /tmp/kpeek-fentry")
 $WORK 2>&1 | tail -n 1 > /tmp/workload-fentry
 sleep 1
 EOT
+    : > /tmp/kpeek-fentry
     $P/fentry $M "sh /tmp/fentry-run" $FUNCS > /tmp/fentry-out 2>&1
     echo "@@ZWM ENABLED-BEGIN fentry"
     cat /tmp/enabled-fentry
     echo "@@ZWM ENABLED-END"
     echo "@@ZWM WORKLOAD fentry $(cat /tmp/workload-fentry)"
+    cat /tmp/kpeek-fentry
     echo "@@ZWM FENTRY-BEGIN"
     cat /tmp/fentry-out
     echo "@@ZWM FENTRY-END"
@@ -125,6 +152,7 @@ if [ -f $P/livepatch.ko ]; then
     echo "@@ZWM ENABLED-BEGIN livepatch"
     grep " \[$M\]" $T/enabled_functions
     echo "@@ZWM ENABLED-END"
+    peek livepatch
     echo "@@ZWM WORKLOAD livepatch $($WORK 2>&1 | tail -n 1)"
     sleep 1
     echo "@@ZWM LIVEPATCH-RUNS $lf $(cat /sys/module/zwm_probe_livepatch/parameters/runs 2>/dev/null)"
