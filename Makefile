@@ -3,7 +3,7 @@
 # and `make install` for packagers.
 .PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e kernel-e2e-7.3 \
 	kernel-bench kernel-bench-amdgpu tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
-	kernel-selftests kernel-build-matrix kernel-debug probe-e2e check bench fuzz
+	kernel-selftests kernel-build-matrix kernel-debug probe-e2e check bench bench-quick fuzz
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -200,8 +200,14 @@ adjust-first-demo:
 
 check: test fresh-check integration e2e kernel-e2e
 
+# The tool against its baselines (the read limit, the kernel's naive
+# search, cat) on sid's amd64 modules (docs/performance.md); ~10 minutes.
 bench: build
 	scripts/bench.sh
+
+# The same, short: two modules, few runs, no profile (what CI runs).
+bench-quick: build
+	ZWM_BENCH_QUICK=1 scripts/bench.sh
 
 fuzz:
 	scripts/fuzz.sh 60

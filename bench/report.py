@@ -110,7 +110,7 @@ print("\n== Biggest modules: whole process, ms: wall median ±half the IQR (mean
 table(["module", "symtab", "entries", "zeroed", "must-read MiB", "tool", "read limit", "read+text", "cat", "naive",
        "tool/readlimit", "naive/tool", "cat/tool"], rows)
 print("  read+text = the read limit plus the 8 bytes at every callsite target in .text (what the tool reads today).")
-print("  naive = 3 runs, kernel algorithm; same parsing and plan code.")
+print("  naive = median of 3 runs (1 in quick mode), kernel algorithm; same parsing and plan code.")
 
 # --- phases -----------------------------------------------------------------
 if phases:

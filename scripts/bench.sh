@@ -22,7 +22,10 @@
 #                     $ZWM_BENCH_DIR/results/ (hyperfine JSON, logs, table.txt)
 #   ZWM_BENCH_SUITE   Debian suite (default sid), ZWM_BENCH_ARCH (default amd64)
 #   ZWM_BENCH_RUNS    hyperfine runs per command (default 20; tree: half)
-#   ZWM_BENCH_QUICK=1 fewer runs, no synthetic 10^6, no xz -P2 (smoke test)
+#   ZWM_BENCH_QUICK=1 the short mode (`make bench-quick`, what CI runs, a few
+#                     minutes once the tree is cached): amdgpu and kvm only,
+#                     5 runs, one naive run, no xz, synthetic 10^3 and 10^4
+#                     only, no profile; still the tool against the read limit
 #   ZWM_BENCH_PROFILE=0  skip the callgrind profile
 #   ZWM_OFFLINE=1     passed to the fetch script: use the cached package lists
 #
@@ -36,11 +39,16 @@ SUITE=${ZWM_BENCH_SUITE:-sid}
 DEBARCH=${ZWM_BENCH_ARCH:-amd64}
 QUICK=${ZWM_BENCH_QUICK:-0}
 RUNS=${ZWM_BENCH_RUNS:-20}
-[ "$QUICK" = 1 ] && RUNS=5
 TREE_RUNS=$(( RUNS / 2 > 3 ? RUNS / 2 : 3 ))
 BIG_MODULES=(amdgpu i915 xe xfs nouveau kvm)
 SYNTH_SIZES=(1000 10000 100000 1000000)
-[ "$QUICK" = 1 ] && SYNTH_SIZES=(1000 10000 100000)
+NAIVE_RUNS=3
+PROFILE=${ZWM_BENCH_PROFILE:-1}
+if [ "$QUICK" = 1 ]; then
+    RUNS=5 TREE_RUNS=3 NAIVE_RUNS=1 PROFILE=0
+    BIG_MODULES=(amdgpu kvm)
+    SYNTH_SIZES=(1000 10000)
+fi
 BATCH=64            # files per tool process in xargs mode
 
 PROG=bench
@@ -58,8 +66,9 @@ rm -f "$RES"/*.json "$RES"/*.txt "$RES"/*.tsv
 # --- build ------------------------------------------------------------------
 log "building (cargo build --release, and bench/)"
 TOOL=$(find_tool) || exit 1
-(cd "$REPO/bench" && cargo build --release --quiet)
-BB=$REPO/bench/target/release
+# bench/ is a member of the workspace: its binaries land beside the tool.
+(cd "$REPO" && cargo build --release --quiet -p zwm-bench)
+BB=$(dirname "$TOOL")
 NAIVE=$BB/zwm-naive
 READLIMIT=$BB/zwm-readlimit
 PHASES=$BB/zwm-phases
@@ -109,8 +118,8 @@ for f in "${BIG[@]}"; do
         -n readlimit "$READLIMIT $f" \
         -n readlimit-text "$READLIMIT --text $f" \
         -n cat "cat $f" >&2
-    log "module $m: naive (3 runs)"
-    "${HF[@]}" -N --warmup 0 --runs 3 --export-json "$RES/naive.$m.json" -n naive "$NAIVE $f" >&2
+    log "module $m: naive ($NAIVE_RUNS runs)"
+    "${HF[@]}" -N --warmup 0 --runs "$NAIVE_RUNS" --export-json "$RES/naive.$m.json" -n naive "$NAIVE $f" >&2
 done
 
 # --- 2. phases, in process --------------------------------------------------
@@ -161,10 +170,12 @@ log "tree: $NMOD modules, tool -j1/-j2 ($([ "$TREE_NATIVE" = 1 ] && echo 'tree m
     -n readlimit-j1 "$(over_tree 1 "$READLIMIT")" \
     -n cat-j1 "$(over_tree 1 cat)" \
     -n cat-j2 "$(over_tree 2 cat)" >&2
-log "tree: xz -d of the .ko.xz files (the packager's step)"
-XZ_CMDS=(-n xz-d-j1 "find $MODDIR -name '*.ko.xz' -print0 | xargs -0 -n $BATCH -P 1 xz -dc")
-[ "$QUICK" = 1 ] || XZ_CMDS+=(-n xz-d-j2 "find $MODDIR -name '*.ko.xz' -print0 | xargs -0 -n $BATCH -P 2 xz -dc")
-"${HF[@]}" --warmup 0 --runs 3 --export-json "$RES/tree-xz.json" "${XZ_CMDS[@]}" >&2
+if [ "$QUICK" != 1 ]; then
+    log "tree: xz -d of the .ko.xz files (the packager's step)"
+    "${HF[@]}" --warmup 0 --runs 3 --export-json "$RES/tree-xz.json" \
+        -n xz-d-j1 "find $MODDIR -name '*.ko.xz' -print0 | xargs -0 -n $BATCH -P 1 xz -dc" \
+        -n xz-d-j2 "find $MODDIR -name '*.ko.xz' -print0 | xargs -0 -n $BATCH -P 2 xz -dc" >&2
+fi
 du -sb "$TREE" | cut -f1 > "$RES/tree-bytes.txt"
 "$PHASES" --reps 5 --walk "$TREE" > "$RES/tree-walk.txt"   # the serial part of tree mode
 find "$TREE" -name '*.ko' -print0 | xargs -0 "$READLIMIT" -v | awk '{b+=$2} END {print b}' > "$RES/tree-readbytes.txt"
@@ -184,7 +195,7 @@ for f in "${SYNFILES[@]}"; do SYN_HF+=(-n "$(basename "$f" .ko)" "$TOOL --check 
 "${HF[@]}" -N --warmup 2 --runs 10 --export-json "$RES/synth-tool.json" "${SYN_HF[@]}" >&2
 
 # --- 6. profile -------------------------------------------------------------
-if [ "${ZWM_BENCH_PROFILE:-1}" = 1 ] && [ -n "$AMDGPU" ] && command -v valgrind >/dev/null; then
+if [ "$PROFILE" = 1 ] && [ -n "$AMDGPU" ] && command -v valgrind >/dev/null; then
     log "callgrind on amdgpu.ko (instruction counts)"
     for what in tool readlimit; do
         case $what in

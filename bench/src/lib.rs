@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 use object::Endianness;
 use object::elf::{FileHeader32, FileHeader64, SHN_UNDEF};
 use object::read::elf::{FileHeader, Sym};
-use zero_weak_mcount::arch::{self, Overrides, Rule, Scope};
-use zero_weak_mcount::decide::{self, Decisions, Input, Layout, SymbolIndex};
+use zero_weak_mcount::arch::{self, Overrides, Scope};
+use zero_weak_mcount::decide::{self, Decisions, Layout, SymbolIndex};
 use zero_weak_mcount::elf::{self, ElfInfo, Extracted, is_mapping_symbol};
-use zero_weak_mcount::plan::Plan;
+use zero_weak_mcount::plan::{Plan, Removal};
+use zero_weak_mcount::rule::{Input, Neutraliser, Rule};
 use zero_weak_mcount::signature;
 
 pub type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -63,6 +64,20 @@ pub fn tool_decide(
     layout: &Layout,
 ) -> Decisions {
     decide::all(image, info, rule, &x.callsite.entries, symbols, layout, |_, _, _| {})
+}
+
+/// Phase 6 (plan): the writes, with the rule's neutraliser as the tool
+/// applies it; a drop the tool would refuse plans nothing.
+pub fn tool_plan(image: &[u8], info: &ElfInfo, rule: &Rule, x: &Extracted<'_>, zero: &[usize]) -> Res<Plan> {
+    let symbols = match rule.neutraliser {
+        Neutraliser::Drop { .. } if !zero.is_empty() => match elf::table_symbols(image, info, &x.callsite)? {
+            Ok(symbols) => Some(symbols),
+            Err(_) => return Ok(Plan::default()),
+        },
+        _ => None,
+    };
+    let removal = symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
+    Ok(Plan::new(image, info, &x.callsite, zero, removal)?)
 }
 
 /// Timings of one pass of the tool's phases over one image.
@@ -121,7 +136,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
     let d = tool_decide(image, &info, &rule, &x, &symbols, &layout);
     p.decide = t.elapsed();
     let t = Instant::now();
-    let plan = Plan::new(image, &info, &x.callsite, &d.zero)?;
+    let plan = tool_plan(image, &info, &rule, &x, &d.zero)?;
     p.plan = t.elapsed();
     shape.zeroed = d.zero.len();
     shape.doubts = d.doubt.len();

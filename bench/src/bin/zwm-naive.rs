@@ -8,7 +8,6 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use zero_weak_mcount::plan::Plan;
 use zwm_bench::*;
 
 fn one(path: &Path) -> Res<bool> {
@@ -17,7 +16,7 @@ fn one(path: &Path) -> Res<bool> {
     let Some((info, rule)) = tool_parse(image)? else { return Ok(false) };
     let Some(x) = tool_extract(image, &info, &rule)? else { return Ok(false) };
     let n = naive_decide(image, &info, &rule, &x, None)?;
-    let plan = Plan::new(image, &info, &x.callsite, &n.zero)?;
+    let plan = tool_plan(image, &info, &rule, &x, &n.zero)?;
     Ok(!plan.is_empty())
 }
 

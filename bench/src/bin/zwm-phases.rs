@@ -88,9 +88,7 @@ fn main() -> Res<()> {
             // Compare on the entries naive decided, leaving out the tool's doubts.
             let tool_zero: std::collections::HashSet<usize> = zero.iter().copied().collect();
             let naive_zero: std::collections::HashSet<usize> = n.zero.iter().copied().collect();
-            let diff = (0..n.done)
-                .filter(|&i| !doubt[i] && tool_zero.contains(&i) != naive_zero.contains(&i))
-                .count();
+            let diff = (0..n.done).filter(|&i| !doubt[i] && tool_zero.contains(&i) != naive_zero.contains(&i)).count();
             agree = if diff == 0 { "yes".into() } else { format!("NO({diff})") };
         }
         // Naive total: the same parse/extract/plan, naive search instead of sort+layout+decide.
