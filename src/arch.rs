@@ -750,10 +750,23 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
     let mut rows = ROWS.iter().filter(|r| r.arch == arch).peekable();
     let first = *rows.peek().ok_or(NoCheck::NoMaxOffset(arch))?;
     if let Some(c) = config {
+        // A config from another arch has none of this arch's facts: that
+        // is an error, not a warning, as no rule could be read from it.
         if !c.enabled(first.config_symbol) {
+            let header = match (&c.arch, &c.release) {
+                (Some(a), Some((r, _))) => format!("; it is a Linux/{a} {r} config"),
+                (Some(a), None) => format!("; it is a Linux/{a} config"),
+                _ => String::new(),
+            };
             return Err(Picked::Error(Error::Config(format!(
-                "the config is not for {arch} (CONFIG_{} is not set)",
+                "the config is not for {arch}, this module's arch (CONFIG_{} is not set{header})",
                 first.config_symbol
+            ))));
+        }
+        if let Some(a) = c.arch.as_deref().filter(|&a| crate::rule::srcarch_of(a) != arch.srcarch()) {
+            return Err(Picked::Error(Error::Config(format!(
+                "the config is for {a} (its header), this module for {arch} (arch/{})",
+                arch.srcarch()
             ))));
         }
         if !c.enabled("DYNAMIC_FTRACE") {

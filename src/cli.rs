@@ -49,7 +49,7 @@ pub struct Cli {
     /// Write the result to PATH instead of in place (one input file only; - is stdout)
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
-    /// Kernel .config or include/config/auto.conf the modules were built with
+    /// Kernel .config or include/config/auto.conf the modules were built with (another release warns, another arch fails)
     #[arg(long, value_name = "FILE")]
     pub kconfig: Option<PathBuf>,
     /// Override FTRACE_MCOUNT_MAX_OFFSET (default: from --kconfig, else the widest the arch allows)

@@ -15,13 +15,24 @@ use crate::error::Error;
 #[derive(Debug, Clone, Default)]
 pub struct Kconfig {
     values: HashMap<String, String>,
+    /// The kernel release the config is for, and where that was read.
+    pub release: Option<(String, &'static str)>,
+    /// The `SRCARCH` of the header line (`x86`, `arm64`, `powerpc`, ...).
+    pub arch: Option<String>,
 }
+
+/// Where [`Kconfig::load`] found the config's release.
+pub const FROM_HEADER: &str = "its header";
+pub const FROM_KERNEL_RELEASE: &str = "include/config/kernel.release";
 
 impl Kconfig {
     pub fn load(path: &Path) -> Result<Kconfig, Error> {
         let text = std::fs::read(path).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
         let text = String::from_utf8_lossy(&text);
-        let config = Kconfig::parse(&text);
+        let mut config = Kconfig::parse(&text);
+        if config.release.is_none() {
+            config.release = kernel_release(path).map(|r| (r, FROM_KERNEL_RELEASE));
+        }
         if config.values.is_empty() {
             return Err(Error::Config(format!(
                 "{}: no CONFIG_ lines: not a kernel .config or auto.conf",
@@ -41,13 +52,42 @@ impl Kconfig {
                 Some((key.to_string(), value.trim_matches('"').to_string()))
             })
             .collect();
-        Kconfig { values }
+        let (arch, release) = header(text).map_or((None, None), |(a, r)| (Some(a), Some((r, FROM_HEADER))));
+        Kconfig { values, release, arch }
+    }
+
+    /// The value of `CONFIG_<name>`, quotes removed.
+    #[must_use]
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
     }
 
     /// Whether `CONFIG_<name>` is `y` or `m`.
     pub fn enabled(&self, name: &str) -> bool {
         matches!(self.values.get(name).map(String::as_str), Some("y" | "m"))
     }
+}
+
+/// `# Linux/x86 6.1.0 Kernel Configuration`, the line Kconfig writes near
+/// the top of `.config` and `auto.conf` (scripts/kconfig/confdata.c):
+/// the arch and the release.
+fn header(text: &str) -> Option<(String, String)> {
+    text.lines().take(10).find_map(|line| {
+        let rest = line.strip_prefix("# Linux/")?.strip_suffix(" Kernel Configuration")?;
+        let (arch, release) = rest.split_once(' ')?;
+        Some((arch.to_string(), release.trim().to_string()))
+    })
+}
+
+/// The release Kbuild wrote beside the config: `include/config/kernel.release`
+/// next to `include/config/auto.conf`, or under the tree a `.config` heads.
+fn kernel_release(config: &Path) -> Option<String> {
+    let dir = config.parent()?;
+    [dir.join("kernel.release"), dir.join("include/config/kernel.release")]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty())
 }
 
 #[cfg(test)]
@@ -65,5 +105,7 @@ mod tests {
         assert!(!c.enabled("X86_KERNEL_IBT"));
         assert!(!c.enabled("ABSENT"));
         assert_eq!(c.values.get("LOCALVERSION").map(String::as_str), Some("-amd64"));
+        assert_eq!(c.arch.as_deref(), Some("x86"));
+        assert_eq!(c.release, Some(("6.1.0".to_string(), FROM_HEADER)));
     }
 }

@@ -135,6 +135,9 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     let image = signed_len.map_or(data, |len| &data[..len]);
 
     let info = elf::parse_info(image)?;
+    if let Some(w) = opts.kconfig.as_ref().and_then(|c| other_release(c, &info)) {
+        warnings.push(w);
+    }
     let decided = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
         Scope::Unchecked(why) => Decided::left(LeftAlone::NotChecked, why.to_string()),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
@@ -144,6 +147,24 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
         Some(len) => signed(analysis, len as u64, opts.signed, opts.check),
         None => Ok(analysis),
     }
+}
+
+/// A `--kconfig` for another kernel release than the module's vermagic
+/// names (major.minor differ): its facts (IBT, compiler, call ops) may not
+/// be this kernel's, as when a 7.2 config switched a 6.1 module's max
+/// offset to 4. The patch level is not compared: Debian's vermagic hides it.
+fn other_release(config: &Kconfig, info: &ElfInfo) -> Option<String> {
+    let (text, from) = config.release.as_ref()?;
+    let vermagic = info.vermagic.as_deref()?;
+    let module = crate::rule::Release::from_vermagic(vermagic)?;
+    let ours = crate::rule::Release::from_vermagic(text)?;
+    let release = vermagic.split_whitespace().next()?;
+    ((ours.major, ours.minor) != (module.major, module.minor)).then(|| {
+        format!(
+            "--kconfig is for kernel {text} (from {from}), this module for {release} (its vermagic): \
+             the config's settings may not be this kernel's; give the config the module was built with"
+        )
+    })
 }
 
 /// Apply the signature policy to the analysis of a signed module's image.

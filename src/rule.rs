@@ -77,6 +77,30 @@ impl Arch {
             Arch::Microblaze => "microblaze",
         }
     }
+
+    /// The kernel's `SRCARCH` for this arch: the directory under `arch/`,
+    /// and what a config's header line names (after the top Makefile's
+    /// aliases: `x86_64` and `i386` are `x86`).
+    #[must_use]
+    pub fn srcarch(self) -> &'static str {
+        match self {
+            Arch::X86_64 | Arch::I386 => "x86",
+            Arch::Ppc64 | Arch::Ppc32 => "powerpc",
+            other => other.name(),
+        }
+    }
+}
+
+/// A config header's `ARCH`, as the top Makefile turns it into `SRCARCH`.
+#[must_use]
+pub fn srcarch_of(arch: &str) -> &str {
+    match arch {
+        "x86_64" | "i386" => "x86",
+        "sparc32" | "sparc64" => "sparc",
+        "parisc64" => "parisc",
+        "sh64" => "sh",
+        other => other,
+    }
 }
 
 impl fmt::Display for Arch {
