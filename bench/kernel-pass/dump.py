@@ -15,6 +15,13 @@ at its own page-aligned base, and writes the result for pass.c:
   u64 nsyms,    nsyms x (u64 value, u64 nameable),
   u64 nlocs,    nlocs x u64 location   (file order, unsorted)
 
+and then, for verbatim.c (pass.c stops reading before it), what a
+candidate written against the kernel's own structures needs:
+
+  u64 magic "zwmsyms1",
+  nregions x u64 enum mod_mem_type of each region,
+  nsyms x (u64 st_shndx, u64 st_name), u64 strtab size, the strtab
+
 "nameable" is find_kallsyms_symbol()'s filter: defined, named, and not a
 mapping symbol (include/linux/module_symbol.h). The layout is the
 kernel's in its grouping and alignment; exact offsets inside a region do
@@ -29,6 +36,8 @@ SHN_UNDEF, SHN_ABS, SHN_COMMON = 0, 0xFFF1, 0xFFF2
 # (required flags, forbidden flags) per core region, in layout order.
 MASKS = [(SHF_EXECINSTR | SHF_ALLOC, 0), (SHF_ALLOC, SHF_WRITE | SHF_EXECINSTR),
          ("ro_after_init", 0), (SHF_WRITE | SHF_ALLOC, 0)]
+# Their enum mod_mem_type (include/linux/module.h); the init regions are these + 4.
+TYPES = [0, 2, 3, 1]  # MOD_TEXT, MOD_RODATA, MOD_RO_AFTER_INIT, MOD_DATA
 REGION_STRIDE = 1 << 26
 BASE = 0xFFFFFFFFA0000000
 
@@ -62,7 +71,7 @@ def layout(secs):
     """Section index -> address, and the regions as (base, size)."""
     where, regions = {}, []
     for init in (False, True):
-        for req, forbid in MASKS:
+        for (req, forbid), kind in zip(MASKS, TYPES):
             base = BASE + len(regions) * REGION_STRIDE
             size = 0
             for i, s in enumerate(secs):
@@ -78,7 +87,7 @@ def layout(secs):
                 size += s["size"]
             assert size < REGION_STRIDE, "a region is larger than the stride"
             if size:
-                regions.append((base, size))
+                regions.append((base, size, kind + 4 * init))
     return where, regions
 
 
@@ -109,13 +118,14 @@ def main():
     where, regions = layout(secs)
     symtab = next(s for s in secs if s["type"] == 2)
     strtab = secs[symtab["link"]]["off"]
-    syms = []
+    syms, names = [], []
     for i in range(symtab["size"] // 24):
         name, info, other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, symtab["off"] + i * 24)
         if shndx not in (SHN_UNDEF, SHN_ABS, SHN_COMMON) and shndx < len(secs):
             value += where.get(shndx, 0)
         text = cstr(data, strtab + name)
         syms.append((value, int(shndx != SHN_UNDEF and text != "" and not is_mapping(text))))
+        names.append((shndx, name))
     table = callsite_table(secs)
     rela = next(s for s in secs if s["type"] == 4 and s["info"] == table)
     locs = []
@@ -124,9 +134,13 @@ def main():
         locs.append((syms[rinfo >> 32][0] + addend) & (2**64 - 1))
     with open(out, "wb") as f:
         f.write(b"zwmpass1" + struct.pack("<Q", max_offset))
-        f.write(struct.pack("<Q", len(regions)) + b"".join(struct.pack("<QQ", *r) for r in regions))
+        f.write(struct.pack("<Q", len(regions)) + b"".join(struct.pack("<QQ", *r[:2]) for r in regions))
         f.write(struct.pack("<Q", len(syms)) + b"".join(struct.pack("<QQ", *s) for s in syms))
         f.write(struct.pack("<Q", len(locs)) + b"".join(struct.pack("<Q", l) for l in locs))
+        strtab_sec = secs[symtab["link"]]
+        f.write(b"zwmsyms1" + b"".join(struct.pack("<Q", r[2]) for r in regions))
+        f.write(b"".join(struct.pack("<QQ", *n) for n in names))
+        f.write(struct.pack("<Q", strtab_sec["size"]) + data[strtab:strtab + strtab_sec["size"]])
     print(f"{src}: {len(regions)} regions, {len(syms)} symbols, {len(locs)} locations")
 
 

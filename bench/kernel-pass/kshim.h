@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kshim.h: just enough of the kernel for verbatim.c to compile, unchanged,
+ * the functions a patch adds to kernel/module/kallsyms.c and
+ * kernel/trace/ftrace.c, as x86_64 builds them: the structures they read
+ * are laid out as include/linux/module.h has them, and the helpers they
+ * call do what the kernel's do (bit operations a word at a time, as
+ * lib/find_bit.c).  ftrace_call_adjust() is x86's: the identity.
+ * Locking and RCU cost nothing here; the module is not shared.
+ */
+#include <elf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FTRACE_MCOUNT_MAX_OFFSET 4	/* ENDBR_INSN_SIZE: x86_64 with IBT */
+#define CONFIG_MODULES 1
+#define CONFIG_KALLSYMS 1
+#define GFP_KERNEL 0
+#define ENOMEM 12
+#define BITS_PER_LONG 64
+
+typedef Elf64_Sym Elf_Sym;
+
+enum mod_mem_type {
+	MOD_TEXT = 0,
+	MOD_DATA,
+	MOD_RODATA,
+	MOD_RO_AFTER_INIT,
+	MOD_INIT_TEXT,
+	MOD_INIT_DATA,
+	MOD_INIT_RODATA,
+	MOD_MEM_NUM_TYPES,
+};
+
+struct module_memory {
+	void *base;
+	bool is_rox;
+	unsigned int size;
+};
+
+struct mod_kallsyms {
+	Elf_Sym *symtab;
+	unsigned int num_symtab;
+	char *strtab;
+	char *typetab;
+};
+
+struct module {
+	struct module_memory mem[MOD_MEM_NUM_TYPES];
+	struct mod_kallsyms *kallsyms;
+};
+
+#define mod_mem_type_is_text(type) ((type) == MOD_TEXT || (type) == MOD_INIT_TEXT)
+#define for_each_mod_mem_type(type) \
+	for (enum mod_mem_type (type) = 0; (type) < MOD_MEM_NUM_TYPES; (type)++)
+#define for_class_mod_mem_type(type, class) \
+	for_each_mod_mem_type(type) if (mod_mem_type_is_##class(type))
+
+static inline bool within_module_mem_type(unsigned long addr, const struct module *mod,
+					  enum mod_mem_type type)
+{
+	return addr - (unsigned long)mod->mem[type].base < mod->mem[type].size;
+}
+
+static inline unsigned long kallsyms_symbol_value(const Elf_Sym *sym)
+{
+	return sym->st_value;
+}
+
+/* include/linux/module_symbol.h's rule: ".L" and "L0" prefixes, and "$". */
+static inline int is_mapping_symbol(const char *str)
+{
+	if (str[0] == '.' && str[1] == 'L')
+		return true;
+	if (str[0] == 'L' && str[1] == '0')
+		return true;
+	return str[0] == '$';
+}
+
+static inline void shim_nothing(void) { }
+#define guard(lock) shim_nothing
+#define rcu_read_lock() shim_nothing()
+#define rcu_read_unlock() shim_nothing()
+#define rcu_dereference(p) (p)
+
+static inline unsigned long ftrace_call_adjust(unsigned long addr)
+{
+	return addr;
+}
+
+static inline unsigned long rounddown_pow_of_two(unsigned long n)
+{
+	return 1UL << (63 - __builtin_clzl(n));
+}
+
+static inline unsigned long *bitmap_zalloc(unsigned long nbits, int flags)
+{
+	(void)flags;
+	return calloc((nbits + BITS_PER_LONG - 1) / BITS_PER_LONG, sizeof(unsigned long));
+}
+
+static inline void bitmap_free(unsigned long *map)
+{
+	free(map);
+}
+
+static inline void shim_free_bitmap(unsigned long **map)
+{
+	if (*map)
+		bitmap_free(*map);
+}
+#define __free(kind) __attribute__((cleanup(shim_free_##kind)))
+
+static inline void __set_bit(unsigned long nr, unsigned long *map)
+{
+	map[nr / BITS_PER_LONG] |= 1UL << (nr % BITS_PER_LONG);
+}
+
+static inline bool test_bit(unsigned long nr, const unsigned long *map)
+{
+	return map[nr / BITS_PER_LONG] >> (nr % BITS_PER_LONG) & 1;
+}
+
+/* find_next_zero_bit(): a word at a time, as lib/find_bit.c. */
+static inline unsigned long shim_next_zero(const unsigned long *map, unsigned long size,
+					   unsigned long at)
+{
+	unsigned long word;
+
+	if (at >= size)
+		return size;
+	word = ~map[at / BITS_PER_LONG] & (~0UL << (at % BITS_PER_LONG));
+	while (!word) {
+		at = (at / BITS_PER_LONG + 1) * BITS_PER_LONG;
+		if (at >= size)
+			return size;
+		word = ~map[at / BITS_PER_LONG];
+	}
+	at = at / BITS_PER_LONG * BITS_PER_LONG + __builtin_ctzl(word);
+	return at < size ? at : size;
+}
+#define for_each_clear_bit(bit, map, size) \
+	for ((bit) = shim_next_zero((map), (size), 0); (bit) < (size); \
+	     (bit) = shim_next_zero((map), (size), (bit) + 1))

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * verbatim.c: a kernel series' own load-time pass, compiled unchanged
+ * (extract.py pulls it out of the patched kernel files at run time), over
+ * what dump.py wrote for real modules.  run.sh builds one binary per
+ * series, with
+ *
+ *   -DVERBATIM='"FILE"'                       the extracted definitions
+ *   -D'CANDIDATE_CALL(mod, words, n)=CALL'    how the series' entry point,
+ *                                             as ftrace_process_locs() calls
+ *                                             it, is called
+ *
+ *   verbatim DUMP...      run once per module and check the words it kept
+ *                         against the kernel's own per-record rule (stock
+ *                         test_for_valid_rec() over find_kallsyms_symbol());
+ *                         exit 1 on any difference
+ *   verbatim -c DUMP...   run once per module, for
+ *                         valgrind --tool=callgrind --toggle-collect=run_candidate
+ *
+ * The module is laid out as the loader leaves it for ftrace_process_locs():
+ * struct module's memory regions and its full ELF symbol table (what
+ * add_kallsyms() points mod->kallsyms at), and the callsite words sorted.
+ */
+#include <stdio.h>
+#include "kshim.h"
+#include VERBATIM
+
+struct dump {
+	const char *path;
+	struct module mod;
+	struct mod_kallsyms ks;
+	unsigned long *words, n;
+	uint64_t nregions;
+	uint64_t *region;	/* base, size pairs */
+	uint64_t *nameable;	/* dump.py's find_kallsyms_symbol() filter */
+};
+
+static void *read_array(FILE *f, uint64_t n, size_t each, const char *path)
+{
+	void *p = malloc(n * each + 1);
+
+	if (!p || fread(p, each, n, f) != n) {
+		fprintf(stderr, "verbatim: %s: truncated dump\n", path);
+		exit(2);
+	}
+	return p;
+}
+
+static uint64_t read_u64(FILE *f, const char *path)
+{
+	uint64_t v;
+
+	if (fread(&v, 8, 1, f) != 1) {
+		fprintf(stderr, "verbatim: %s: truncated dump\n", path);
+		exit(2);
+	}
+	return v;
+}
+
+static int cmp_ulong(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void load(struct dump *d, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char magic[8];
+	uint64_t nsyms, *sym, *names, strsize, *types;
+
+	if (!f || fread(magic, 8, 1, f) != 1 || memcmp(magic, "zwmpass1", 8)) {
+		fprintf(stderr, "verbatim: %s: not a dump.py file\n", path);
+		exit(2);
+	}
+	memset(d, 0, sizeof(*d));
+	d->path = path;
+	read_u64(f, path);	/* max offset: FTRACE_MCOUNT_MAX_OFFSET is compiled in */
+	d->nregions = read_u64(f, path);
+	d->region = read_array(f, d->nregions * 2, 8, path);
+	nsyms = read_u64(f, path);
+	sym = read_array(f, nsyms * 2, 8, path);
+	d->n = read_u64(f, path);
+	d->words = read_array(f, d->n, 8, path);
+	if (fread(magic, 8, 1, f) != 1 || memcmp(magic, "zwmsyms1", 8)) {
+		fprintf(stderr, "verbatim: %s: a dump without symbol names (re-run dump.py)\n", path);
+		exit(2);
+	}
+	types = read_array(f, d->nregions, 8, path);
+	names = read_array(f, nsyms * 2, 8, path);
+	strsize = read_u64(f, path);
+	d->ks.strtab = read_array(f, strsize, 1, path);
+	fclose(f);
+
+	for (uint64_t r = 0; r < d->nregions; r++) {
+		if (types[r] >= MOD_MEM_NUM_TYPES) {
+			fprintf(stderr, "verbatim: %s: bad region type\n", path);
+			exit(2);
+		}
+		d->mod.mem[types[r]].base = (void *)(uintptr_t)d->region[2 * r];
+		d->mod.mem[types[r]].size = d->region[2 * r + 1];
+	}
+	d->ks.symtab = calloc(nsyms + 1, sizeof(Elf_Sym));
+	d->ks.num_symtab = nsyms;
+	d->nameable = malloc(nsyms * 8 + 8);
+	for (uint64_t s = 0; s < nsyms; s++) {
+		d->ks.symtab[s].st_value = sym[2 * s];
+		d->nameable[s] = sym[2 * s + 1];
+		d->ks.symtab[s].st_shndx = names[2 * s];
+		d->ks.symtab[s].st_name = names[2 * s + 1];
+		if (names[2 * s + 1] >= strsize) {
+			fprintf(stderr, "verbatim: %s: bad symbol name\n", path);
+			exit(2);
+		}
+	}
+	d->mod.kallsyms = &d->ks;
+	qsort(d->words, d->n, sizeof(*d->words), cmp_ulong);
+	free(sym);
+	free(names);
+	free(types);
+}
+
+/* What ftrace_process_locs() does with the series, up to making records. */
+__attribute__((noinline)) int run_candidate(struct module *mod, unsigned long *words,
+					    unsigned long n)
+{
+	return CANDIDATE_CALL(mod, words, n);
+}
+
+/*
+ * Stock's answer for word @ip: kallsyms names it after the closest
+ * nameable symbol at or below it in the memory region holding it, and
+ * test_for_valid_rec() keeps the record if that is at most
+ * FTRACE_MCOUNT_MAX_OFFSET below.  Brute force on purpose.
+ */
+static bool stock_keeps(const struct dump *d, unsigned long ip)
+{
+	unsigned long base = 0, best = 0;
+	bool in = false, found = false;
+
+	for (uint64_t r = 0; r < d->nregions; r++) {
+		if (ip - d->region[2 * r] < d->region[2 * r + 1]) {
+			base = d->region[2 * r];
+			in = true;
+		}
+	}
+	if (!in)
+		return false;
+	for (unsigned int s = 1; s < d->ks.num_symtab; s++) {
+		unsigned long v = d->ks.symtab[s].st_value;
+
+		if (d->nameable[s] && v <= ip && v >= base && (!found || v > best)) {
+			best = v;
+			found = true;
+		}
+	}
+	return found && ip - best <= FTRACE_MCOUNT_MAX_OFFSET;
+}
+
+int main(int argc, char **argv)
+{
+	int once = argc > 1 && !strcmp(argv[1], "-c"), status = 0;
+
+	if (argc < 2 + once) {
+		fprintf(stderr, "usage: verbatim [-c] DUMP...\n");
+		return 2;
+	}
+	for (int a = 1 + once; a < argc; a++) {
+		struct dump d;
+		unsigned long *want, kept = 0, bad = 0;
+		int ret;
+
+		load(&d, argv[a]);
+		want = malloc(d.n * sizeof(*want) + 1);
+		memcpy(want, d.words, d.n * sizeof(*want));
+		ret = run_candidate(&d.mod, d.words, d.n);
+		for (unsigned long i = 0; i < d.n; i++) {
+			kept += d.words[i] != 0;
+			if (!once && (d.words[i] != 0) != (want[i] && stock_keeps(&d, want[i])))
+				bad++;
+		}
+		printf("%s\t%lu\t%lu\t%s\n", d.path, d.n, kept,
+		       once ? "-" : bad ? "DIFFERS from stock" : "same as stock");
+		if (bad)
+			status = 1;
+		(void)ret;
+		free(want);
+	}
+	return status;
+}
