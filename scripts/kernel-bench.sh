@@ -12,8 +12,11 @@
 #          module's whole symbol table per record;
 #   v1     stock, but that check answered by a binary search over the
 #          module's symbol addresses, sorted once per load (v1.patch);
-#   v2     the second public proposal's pass: a binary search per symbol,
-#          any symbol of the module counts (v2.patch);
+#   v2model  a model of the posted "ftrace: Drop weak function locations
+#          of modules when loading them" v2, written here from its cover
+#          letter, not its code: a binary search per symbol, any symbol of
+#          the module counts (v2-model.patch).  bench/kernel-pass --v2 runs
+#          the posted code itself;
 #   ours   the series;
 #   floor  no weak handling at all (floor.patch): unsafe, never shipped,
 #          but no weak handling can load faster.
@@ -78,7 +81,7 @@ jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 KERNELS="
 stock  stock   -
 v1     stock   v1.patch
-v2     series  v2.patch
+v2model series  v2-model.patch
 floor  series  floor.patch
 ours   series  -
 "
