@@ -135,7 +135,8 @@ series_source() {
     root=$("$REPO/scripts/fetch-debian-kernel.sh" "$suite" amd64 "$TARDIR") || die "fetching $TARDIR failed"
     TARBALL=$root/usr/src/$TARDIR.tar.xz
     [ -f "$TARBALL" ] || die "no $TARBALL"
-    mapfile -t PATCHES < <(ls "${ZWM_SERIES:-$REPO/kernel}"/[0-9][0-9][0-9][0-9]-*.patch)
+    # 0000-* is the cover letter: no diff to apply.
+    mapfile -t PATCHES < <(ls "${ZWM_SERIES:-$REPO/kernel}"/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-[^/]*$')
     [ ${#PATCHES[@]} -gt 0 ] || die "no ${ZWM_SERIES:-$REPO/kernel}/NNNN-*.patch"
 }
 
