@@ -27,6 +27,9 @@
 #               functions need its hardware to run: no workload; the guest
 #               reads the kernel text (/proc/kcore, scripts/probe/kpeek.c)
 #               to see which patch site each probe made ftrace rewrite
+#   sid-ppc64el Debian sid 7.2 ppc64le (pseries, power9): kvm.ko, whose
+#               functions need a vCPU that TCG's pseries cannot give
+#               (kvm-hv needs hypervisor mode): no workload, as arm64
 #
 # Environment: ZWM (tool binary; default target/release/zero-weak-mcount,
 # built with cargo), ZWM_CACHE (downloads, see scripts/fetch-debian-kernel.sh),
@@ -43,7 +46,7 @@ PY=(python3 "$PROBE/probe.py")
 E2EPY=(python3 "$REPO/scripts/e2e/zwm_e2e.py")
 FETCH=$REPO/scripts/fetch-debian-kernel.sh
 
-ALL_ROWS="sid-amd64 trixie-amd64 sid-arm64"
+ALL_ROWS="sid-amd64 trixie-amd64 sid-arm64 sid-ppc64el"
 rows=$ALL_ROWS
 work=${ZWM_PROBE_WORK:-}
 while [ $# -gt 0 ]; do
@@ -62,6 +65,8 @@ needs=("qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 p
        "gcc gcc" "/usr/lib/$(gcc -print-multiarch 2>/dev/null)/libc.a libc6-dev")
 case "$rows" in *arm64*) needs+=("qemu-system-aarch64 qemu-system-arm" "aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu"
                                   "/usr/aarch64-linux-gnu/lib/libc.a libc6-dev-arm64-cross");; esac
+case "$rows" in *ppc64el*) needs+=("qemu-system-ppc64 qemu-system-ppc" "powerpc64le-linux-gnu-gcc gcc-powerpc64le-linux-gnu"
+                                  "/usr/powerpc64le-linux-gnu/lib/libc.a libc6-dev-ppc64el-cross");; esac
 missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
 ZWM=$(find_tool "${ZWM:-}") || exit 1
@@ -135,6 +140,9 @@ run_row() {
             SUITE=sid DEBARCH=arm64 GARCH=aarch64 GCPU= MOD=rvu_nicpf WORKLOAD=none LIVEPATCH= CC=aarch64-linux-gnu-gcc
             CHAIN_PATHS="drivers/net/ethernet/marvell/octeontx2/af/rvu_mbox drivers/net/ethernet/marvell/octeontx2/nic/otx2_ptp
                          drivers/net/macsec drivers/net/ethernet/marvell/octeontx2/nic/rvu_nicpf";;
+        sid-ppc64el)
+            SUITE=sid DEBARCH=ppc64el GARCH=ppc64le GCPU= MOD=kvm WORKLOAD=none LIVEPATCH= CC=powerpc64le-linux-gnu-gcc
+            CHAIN_PATHS="arch/powerpc/kvm/kvm";;
     esac
     RDIR=$work/$ROW
     mkdir -p "$RDIR/stock/mods" "$RDIR/processed/mods" "$RDIR/probe"
