@@ -263,32 +263,6 @@ pub enum Doubt {
     RegionStart { max: u64 },
 }
 
-impl std::fmt::Display for Doubt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Doubt::Odd(odd) => odd.fmt(f),
-            Doubt::PastEnd { ip } => write!(f, "record ip {ip:#x} lies past the end of its section"),
-            Doubt::Preceded { max, by } => {
-                write!(f, "within {max} bytes of its section's start, and {by} precedes it in the same memory region")
-            }
-            Doubt::Overhang { symbol, section } => {
-                write!(f, "symbol {symbol} of {section} lies past that section's end and may land here")
-            }
-            Doubt::Unsized { symbol } => {
-                write!(f, "in no sized function, but the nearest symbol {symbol} has no function size")
-            }
-            Doubt::Stripped => {
-                f.write_str("in no sized function, but the module has no local function symbols to tell")
-            }
-            Doubt::RegionStart { max } => write!(
-                f,
-                "within {max} bytes of its memory region's start, and this kernel's symbol lookup \
-                 is not bounded by the region"
-            ),
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict<'a> {
     /// A symbol explains the location: the kernel keeps the record.

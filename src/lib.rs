@@ -15,6 +15,8 @@
 //! - [`decide`]: the weak-entry decision, a pure function;
 //! - [`plan`]: every byte to write, checked in full, then applied;
 //! - [`process`]: one module's bytes, start to end;
+//! - [`report`]: what the analysis found, as plain data;
+//! - [`render`]: every word said about it;
 //! - [`error`]: every way it can fail, each with its remedy.
 
 pub mod arch;
@@ -27,6 +29,8 @@ pub mod file;
 pub mod kconfig;
 pub mod plan;
 pub mod process;
+pub mod render;
+pub mod report;
 pub mod rule;
 pub mod signature;
 pub mod walk;

@@ -11,6 +11,7 @@ use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::cli::{Cli, NAME};
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{LeftAlone, Options, Outcome};
+use zero_weak_mcount::render::{self, Human};
 use zero_weak_mcount::walk;
 
 /// What one file produced: lines to print, and how to count it.
@@ -204,33 +205,8 @@ fn report(results: &[Done], tree: bool, check: bool) -> Counts {
 }
 
 fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
-    let shown = path.display();
-    match zero_weak_mcount::file::process_file(path, output, opts) {
-        Ok(a) => {
-            let mut lines = Vec::new();
-            let quiet_skip = tree && matches!(a.outcome, Outcome::Skipped(LeftAlone::Compressed, _));
-            if !quiet_skip {
-                lines.extend(a.warnings.iter().map(|w| format!("{NAME}: {shown}: warning: {w}")));
-            }
-            lines.extend(a.notes.iter().map(|n| format!("{NAME}: {shown}: note: {n}")));
-            if opts.verbose {
-                lines.extend(a.details.iter().map(|d| format!("{NAME}: {shown}: {d}")));
-            }
-            if let (true, Outcome::Changed { signed, .. }) = (opts.check, &a.outcome) {
-                let summary = if let Some(rest) = a.summary.strip_prefix("zeroed ") {
-                    format!("would zero {rest}")
-                } else if let Some(rest) = a.summary.strip_prefix("dropped ") {
-                    format!("would drop {rest}")
-                } else {
-                    a.summary
-                };
-                let what = if *signed { "would change (signed)" } else { "would change" };
-                lines.push(format!("{NAME}: {shown}: {what}: {summary}"));
-            } else if opts.verbose {
-                lines.push(format!("{NAME}: {shown}: {}", a.summary));
-            }
-            Done { lines, outcome: Ok(a.outcome) }
-        }
-        Err(e) => Done { lines: vec![format!("{NAME}: {shown}: error: {e}")], outcome: Err(()) },
-    }
+    let result = zero_weak_mcount::file::process_file(path, output, opts);
+    let how = Human { check: opts.check, verbose: opts.verbose, tree };
+    let lines = render::human(&path.display().to_string(), &result, how);
+    Done { lines, outcome: result.map(|a| a.outcome).map_err(|_| ()) }
 }

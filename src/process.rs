@@ -5,8 +5,6 @@
 #![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 #![allow(clippy::struct_excessive_bools, reason = "Options holds independent command-line switches")]
 
-use std::fmt::Write as _;
-
 use crate::arch::{self, Overrides, Scope};
 use crate::compress::Format;
 use crate::decide::{self, Layout, SymbolIndex, Verdict};
@@ -14,6 +12,7 @@ use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbol, Target
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::plan::{Plan, Removal};
+use crate::report::{Counts, Finding, Location, Report, RuleFacts};
 use crate::rule::{Neutraliser, Rule};
 use crate::signature;
 
@@ -97,18 +96,16 @@ impl LeftAlone {
     }
 }
 
-/// The result of looking at one module: what to write, and what to say.
+/// The result of looking at one module: what to write, and what was found
+/// ([`crate::render`] says it).
 #[derive(Debug, Clone)]
 pub struct Analysis {
     pub plan: Plan,
     pub outcome: Outcome,
-    /// `--verbose` lines, without the program and file prefix.
-    pub details: Vec<String>,
+    pub report: Report,
     pub warnings: Vec<String>,
     /// Things the user must act on that are not warnings, such as re-signing.
     pub notes: Vec<String>,
-    /// One line on what happened, for `--verbose`.
-    pub summary: String,
 }
 
 /// Decide what to do with a module's bytes. Pure: no I/O.
@@ -184,7 +181,9 @@ fn signed(mut analysis: Analysis, image_len: u64, policy: SignedPolicy, check: b
                        signing";
             let mut warnings = analysis.warnings;
             warnings.push(why.to_string());
-            Ok(Analysis::skipped(LeftAlone::Signed, why.to_string(), warnings))
+            // What the module holds is still worth reporting.
+            let report = Report { nothing: Some(why.to_string()), ..analysis.report };
+            Ok(Analysis { report, ..Analysis::skipped(LeftAlone::Signed, why.to_string(), warnings) })
         }
         SignedPolicy::Strip => {
             *stripped = true;
@@ -205,9 +204,8 @@ impl Analysis {
     pub fn skipped(kind: LeftAlone, reason: String, warnings: Vec<String>) -> Analysis {
         Analysis {
             plan: Plan::default(),
-            summary: format!("nothing to do: {reason}"),
+            report: Report::nothing(reason.clone()),
             outcome: Outcome::Skipped(kind, reason),
-            details: Vec::new(),
             warnings,
             notes: Vec::new(),
         }
@@ -222,14 +220,12 @@ struct Decided {
     neutralised: usize,
     /// Left alone on purpose, and why.
     left: Option<(LeftAlone, String)>,
-    details: Vec<String>,
-    summary: String,
+    report: Report,
 }
 
 impl Decided {
     fn unchanged(reason: &str) -> Decided {
-        let summary = format!("nothing to do: {reason}");
-        Decided { plan: Plan::default(), neutralised: 0, left: None, details: Vec::new(), summary }
+        Decided { plan: Plan::default(), neutralised: 0, left: None, report: Report::nothing(reason.to_string()) }
     }
 
     fn left(kind: LeftAlone, reason: String) -> Decided {
@@ -237,8 +233,14 @@ impl Decided {
         Decided { left: Some((kind, reason)), ..base }
     }
 
+    /// With what was learnt of the module before it was left alone.
+    fn with(self, rule: &Rule, report: Report) -> Decided {
+        let nothing = self.report.nothing;
+        Decided { report: Report { rule: Some(facts(rule)), nothing, ..report }, ..self }
+    }
+
     fn finish(self, warnings: Vec<String>) -> Analysis {
-        let Decided { plan, neutralised, left, details, summary } = self;
+        let Decided { plan, neutralised, left, report } = self;
         let outcome = if neutralised > 0 {
             Outcome::Changed { neutralised, stripped: false, signed: false }
         } else if let Some((kind, why)) = left {
@@ -246,7 +248,7 @@ impl Decided {
         } else {
             Outcome::Unchanged
         };
-        Analysis { plan, outcome, details, warnings, notes: Vec::new(), summary }
+        Analysis { plan, outcome, report, warnings, notes: Vec::new() }
     }
 }
 
@@ -264,19 +266,20 @@ fn decide_module(
              checked against; applying {major}.{minor}'s rules (see docs/rules.md)"
         ));
     }
+    let bare = Report::default();
     // No table, or one the loader relocates nothing in: the kernel builds
     // no record, so there is nothing it could reject.
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Decided::unchanged(&format!("no {} section", rule.section)));
+        return Ok(Decided::unchanged(&format!("no {} section", rule.section)).with(rule, bare));
     };
     let extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
-            return Ok(Decided::unchanged(&why));
+            return Ok(Decided::unchanged(&why).with(rule, bare));
         }
         Extraction::Unsupported(why) => {
             warnings.push(why.clone());
-            return Ok(Decided::left(LeftAlone::NotChecked, why));
+            return Ok(Decided::left(LeftAlone::NotChecked, why).with(rule, bare));
         }
     };
     let entries = &extracted.callsite.entries;
@@ -284,13 +287,15 @@ fn decide_module(
     let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
     let mut layout = Layout::for_rule(&info.sections, &symbols, rule);
     layout.stripped_locals = stripped;
-    let mut details = Vec::new();
+    let mut findings = Vec::new();
     let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {
-        if opts.verbose && *verdict != Verdict::Valid {
-            details.push(describe(info, rule, entry, verdict));
+        if opts.verbose || *verdict != Verdict::Valid {
+            findings.push(finding(info, rule, entry, verdict));
         }
     });
     let (zero, doubts) = (decisions.zero, decisions.doubt.len());
+    let counts = Counts { entries: entries.len(), weak: zero.len(), doubt: doubts };
+    let report = Report { rule: Some(facts(rule)), counts: Some(counts), findings, nothing: None };
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
     if stripped && !zero.is_empty() {
@@ -302,13 +307,20 @@ fn decide_module(
     }
     let plan = match removal_plan(image, info, rule, &extracted.callsite, &zero, warnings)? {
         Ok(plan) => plan,
-        Err(left) => return Ok(left),
+        Err(left) => return Ok(left.with(rule, report)),
     };
-    if !zero.is_empty() && opts.verbose {
-        details.insert(0, format!("neutraliser {}", rule.neutraliser));
+    Ok(Decided { plan, neutralised: zero.len(), left: None, report })
+}
+
+fn facts(rule: &Rule) -> RuleFacts {
+    RuleFacts {
+        arch: rule.arch,
+        section: rule.section,
+        check: rule.check,
+        max_offset: rule.max_offset,
+        neutraliser: rule.neutraliser,
+        basis: rule.basis,
     }
-    let summary = summary(rule, zero.len(), entries.len(), doubts);
-    Ok(Decided { plan, neutralised: zero.len(), left: None, details, summary })
 }
 
 /// The plan that takes the rejected entries out with the rule's neutraliser,
@@ -333,20 +345,6 @@ fn removal_plan(
     };
     let removal = symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
     Plan::new(image, info, callsite, zero, removal).map(Ok)
-}
-
-/// The `--verbose` summary line of a module the rule was applied to.
-fn summary(rule: &Rule, removed: usize, entries: usize, doubts: usize) -> String {
-    let what = rule.describe();
-    let mut line = match (removed, rule.neutraliser) {
-        (0, _) => format!("nothing to zero in {entries} entries [{what}]"),
-        (n, Neutraliser::Zero) => format!("zeroed {n} of {entries} entries [{what}]"),
-        (n, Neutraliser::Drop { .. }) => format!("dropped {n} of {entries} entries [{what}]"),
-    };
-    if doubts > 0 {
-        let _ = write!(line, ", {doubts} kept for doubt");
-    }
-    line
 }
 
 /// The symbols defined in the table, for a drop, or why this module stays
@@ -390,24 +388,20 @@ fn drop_symbols(
         .map_err(|why| format!("{why}: a drop cannot move it; left unchanged")))
 }
 
-fn describe(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> String {
-    let location = match &entry.target {
-        &Target::At { section, offset } => format!("{}+{offset:#x}", info.sections[section as usize].name),
-        Target::Odd(_) => format!("{}+{:#x}", rule.section, entry.word_offset),
+fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> Finding {
+    let (section, offset) = match &entry.target {
+        &Target::At { section, offset } => (info.sections[section as usize].name.clone(), offset),
+        Target::Odd(_) => (rule.section.to_string(), entry.word_offset),
     };
-    let verb = match rule.neutraliser {
-        Neutraliser::Zero => "zero",
-        Neutraliser::Drop { .. } => "drop",
-    };
+    let location = Location { section, offset, table_offset: entry.word_offset };
     match verdict {
-        Verdict::Zero { nearest: Some(name), distance } => {
-            format!("{verb} {location} (distance {distance} after {})", String::from_utf8_lossy(name))
-        }
-        Verdict::Zero { nearest: None, distance } => {
-            format!("{verb} {location} (distance {distance}, no symbol before it)")
-        }
-        Verdict::Doubt(why) => format!("keep {location}: {why}"),
-        Verdict::Valid => format!("valid {location}"),
+        Verdict::Zero { nearest, distance } => Finding::Weak {
+            location,
+            symbol: nearest.map(|name| String::from_utf8_lossy(name).into_owned()),
+            distance: *distance,
+        },
+        Verdict::Doubt(why) => Finding::Doubt { location, why: why.clone() },
+        Verdict::Valid => Finding::Kept { location },
     }
 }
 
@@ -451,7 +445,7 @@ mod tests {
         let data = s390_all_dead();
         // s390 zeroes (its adjust is the identity): the table keeps its size.
         let a = analyze(&data, &Options::default()).unwrap();
-        assert!(a.summary.starts_with("zeroed 1 of 1 entries"), "{}", a.summary);
+        assert!(a.summary().starts_with("zeroed 1 of 1 entries"), "{}", a.summary());
         // Were it to drop, the one word would go and the loader would fail
         // the module (s390 `module_finalize()`): the module stays unchanged.
         let info = elf::parse_info(&data).unwrap();

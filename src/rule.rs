@@ -294,21 +294,6 @@ pub enum Neutraliser {
     Drop { kernel: Release, adjust: Adjust },
 }
 
-impl fmt::Display for Neutraliser {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Neutraliser::Zero => f.write_str(
-                "zero: the kernel skips a zero word (it tests for zero before adjusting, or its adjust maps 0 to 0)",
-            ),
-            Neutraliser::Drop { kernel, adjust } => write!(
-                f,
-                "drop: kernel {kernel} adjusts a callsite word before testing it for zero, and its adjust \
-                 ({adjust:?}) would turn a zeroed word into a bogus record"
-            ),
-        }
-    }
-}
-
 impl Rule {
     /// The decision input for one entry: its candidate record ips, after
     /// `ftrace_call_adjust()`.
@@ -323,21 +308,6 @@ impl Rule {
                 let (ips, count) = self.adjust.candidates(offset, global_entry);
                 Input::Ips { section, ips, count }
             }
-        }
-    }
-
-    /// The rule in one phrase, for the `--verbose` summary line.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        match self.check {
-            Check::MaxOffset => {
-                format!("{}, {}, max offset {} ({})", self.arch, self.section, self.max_offset, self.basis)
-            }
-            Check::Contains { before } => format!(
-                "{}, {}, inside a function symbol, up to {before} bytes before it ({}; the kernel has no \
-                 FTRACE_MCOUNT_MAX_OFFSET here)",
-                self.arch, self.section, self.basis
-            ),
         }
     }
 

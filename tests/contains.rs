@@ -166,25 +166,25 @@ fn every_arch_keeps_what_lies_in_a_function_and_zeroes_the_rest() {
         assert!(matches!(an.outcome, Outcome::Changed { neutralised: n, .. } if n == zeroed.len()), "{name:?} {an:?}");
         assert_differs_only_in(&before, &after, &changeable(&before, a.callsite));
         // -v names the rule and each zeroed or doubted entry's reason.
-        assert!(an.summary.contains("inside a function symbol"), "{name:?}: {}", an.summary);
-        assert!(an.summary.contains(&format!("up to {} bytes before it", a.before)), "{}", an.summary);
-        assert!(an.summary.contains("3 kept for doubt"), "{name:?}: {}", an.summary);
-        let has = |line: &str| an.details.iter().any(|d| d.contains(line));
-        assert!(has("zero .text+0x20 (distance 0, no symbol before it)"), "{name:?} {:#?}", an.details);
+        assert!(an.summary().contains("inside a function symbol"), "{name:?}: {}", an.summary());
+        assert!(an.summary().contains(&format!("up to {} bytes before it", a.before)), "{}", an.summary());
+        assert!(an.summary().contains("3 kept for doubt"), "{name:?}: {}", an.summary());
+        let has = |line: &str| an.details().iter().any(|d| d.contains(line));
+        assert!(has("zero .text+0x20 (distance 0, no symbol before it)"), "{name:?} {:#?}", an.details());
         let weak = 0x88 - a.before;
-        assert!(has(&format!("zero .text+{weak:#x} (distance {} after f)", weak - 0x40)), "{:#?}", an.details);
-        assert!(has("zero .text+0x100 (distance 64 after g)"), "{name:?} {:#?}", an.details);
+        assert!(has(&format!("zero .text+{weak:#x} (distance {} after f)", weak - 0x40)), "{:#?}", an.details());
+        assert!(has("zero .text+0x100 (distance 64 after g)"), "{name:?} {:#?}", an.details());
         assert!(has("keep .text+0x150: in no sized function, but the nearest symbol u has no function size"));
         assert!(has("keep .text+0x208: in no sized function, but the nearest symbol l has no function size"));
         assert!(
-            an.details.iter().any(|d| d.contains(&format!("is not the absolute word type {}", a.abs_type))),
+            an.details().iter().any(|d| d.contains(&format!("is not the absolute word type {}", a.abs_type))),
             "{name:?} {:#?}",
-            an.details
+            an.details()
         );
         // A second run finds nothing more.
         let (again, an2) = run(&after, &verbose());
         assert_eq!(again, after, "{name:?}");
-        assert!(an2.summary.contains("nothing to zero"), "{name:?}: {}", an2.summary);
+        assert!(an2.summary().contains("nothing to zero"), "{name:?}: {}", an2.summary());
     }
 }
 
@@ -197,12 +197,12 @@ fn without_local_function_symbols_nothing_outside_a_function_is_zeroed() {
         assert_eq!(an.outcome, Outcome::Unchanged, "{:?}", a.arch);
         assert_eq!(after, build(a, false));
         assert!(
-            an.details
+            an.details()
                 .iter()
                 .any(|d| d
                     == "keep .text+0x20: in no sized function, but the module has no local function symbols to tell"),
             "{:#?}",
-            an.details
+            an.details()
         );
     }
 }
@@ -247,7 +247,7 @@ fn old_releases_are_left_alone_with_the_reason() {
     for (a, vermagic, how) in neutralised {
         let (_, an) = run(&build_with(a, vermagic, true), &verbose());
         assert!(matches!(an.outcome, Outcome::Changed { neutralised: 4, .. }), "{vermagic}: {:?}", an.outcome);
-        assert!(an.summary.starts_with(&format!("{how} 4 of")), "{vermagic}: {}", an.summary);
+        assert!(an.summary().starts_with(&format!("{how} 4 of")), "{vermagic}: {}", an.summary());
     }
 }
 
@@ -264,7 +264,7 @@ fn max_offset_has_no_meaning_here_and_the_config_picks_the_table() {
     let mcount =
         Options { kconfig: Some(Kconfig::parse("CONFIG_ARM64=y\nCONFIG_DYNAMIC_FTRACE=y\n")), ..Options::default() };
     let an = analyze(&build(arm64, true), &mcount).unwrap();
-    assert_eq!(an.summary, "nothing to do: no __mcount_loc section");
+    assert_eq!(an.summary(), "nothing to do: no __mcount_loc section");
 }
 
 #[test]

@@ -126,14 +126,14 @@ fn an_adjust_first_kernel_gets_its_dead_words_dropped() {
     let before = arm64(ADJUST_FIRST, Extra::None);
     let (after, an) = run(&before);
     assert!(matches!(an.outcome, Outcome::Changed { neutralised: 2, .. }), "{an:?}");
-    assert!(an.summary.starts_with("dropped 2 of 5 entries [arm64"), "{}", an.summary);
+    assert!(an.summary().starts_with("dropped 2 of 5 entries [arm64"), "{}", an.summary());
     assert!(
-        an.details[0]
+        an.details()[0]
             .starts_with("neutraliser drop: kernel 6.12.94 adjusts a callsite word before testing it for zero"),
         "{:#?}",
-        an.details
+        an.details()
     );
-    assert!(an.details.iter().any(|d| d == "drop .text+0x80 (distance 64 after f)"), "{:#?}", an.details);
+    assert!(an.details().iter().any(|d| d == "drop .text+0x80 (distance 64 after f)"), "{:#?}", an.details());
     // The entries left are the live ones, in their order, one word apart.
     let mut live = entries(&before, "__patchable_function_entries", 0);
     live.retain(|(_, at)| *at != 0x80 && *at != 0x100);
@@ -155,7 +155,7 @@ fn an_adjust_first_kernel_gets_its_dead_words_dropped() {
     // A second run finds nothing, and the same input gives the same bytes.
     let (again, an2) = run(&after);
     assert_eq!(again, after);
-    assert!(an2.summary.starts_with("nothing to zero in 3 entries"), "{}", an2.summary);
+    assert!(an2.summary().starts_with("nothing to zero in 3 entries"), "{}", an2.summary());
     assert_eq!(run(&before).0, after);
 }
 
@@ -163,8 +163,8 @@ fn an_adjust_first_kernel_gets_its_dead_words_dropped() {
 fn a_zero_first_kernel_still_gets_zeroed_words() {
     let before = arm64(ZERO_FIRST, Extra::None);
     let (after, an) = run(&before);
-    assert!(an.summary.starts_with("zeroed 2 of 5 entries"), "{}", an.summary);
-    assert!(an.details[0].starts_with("neutraliser zero: the kernel skips a zero word"), "{:#?}", an.details);
+    assert!(an.summary().starts_with("zeroed 2 of 5 entries"), "{}", an.summary());
+    assert!(an.details()[0].starts_with("neutraliser zero: the kernel skips a zero word"), "{:#?}", an.details());
     assert_eq!(section(&after, "__patchable_function_entries").0, 40, "a zeroed table keeps its size");
     assert_differs_only_in(&before, &after, &changeable(&before, "__patchable_function_entries"));
 }
@@ -263,7 +263,7 @@ fn the_shared_arm64_fixture_is_a_drop_case() {
     // The mutation campaign, the interruption test and the fuzz seeds use it.
     let data = common::arm64_adjust_first();
     let (after, an) = run(&data);
-    assert!(an.summary.starts_with("dropped "), "{}", an.summary);
+    assert!(an.summary().starts_with("dropped "), "{}", an.summary());
     assert!(section(&after, "__patchable_function_entries").0 < section(&data, "__patchable_function_entries").0);
 }
 
@@ -292,7 +292,7 @@ fn arm64_5_10_and_6_1_configs_name_the_patchable_table() {
     let config = "CONFIG_ARM64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_DYNAMIC_FTRACE_WITH_REGS=y\n";
     let opts = Options { kconfig: Some(Kconfig::parse(config)), ..Options::default() };
     let a = analyze(&data, &opts).unwrap();
-    assert!(a.summary.starts_with("dropped 2 of 5 entries [arm64, __patchable_function_entries"), "{}", a.summary);
+    assert!(a.summary().starts_with("dropped 2 of 5 entries [arm64, __patchable_function_entries"), "{}", a.summary());
 }
 
 #[test]
@@ -303,8 +303,8 @@ fn x86_and_i386_before_6_0_are_zeroed_by_containment() {
         let mut f = common::standard(arch, Endianness::Little, 0, "__mcount_loc", abs, 0, 4);
         f.vermagic = "5.10.0-32-amd64 SMP mod_unload modversions";
         let (_, an) = run(&f.build());
-        assert!(an.summary.starts_with("zeroed 5 of 9 entries"), "{arch:?}: {}", an.summary);
-        assert!(an.summary.contains("inside a function symbol"), "{}", an.summary);
-        assert!(an.details[0].starts_with("neutraliser zero"), "{:#?}", an.details);
+        assert!(an.summary().starts_with("zeroed 5 of 9 entries"), "{arch:?}: {}", an.summary());
+        assert!(an.summary().contains("inside a function symbol"), "{}", an.summary());
+        assert!(an.details()[0].starts_with("neutraliser zero"), "{:#?}", an.details());
     }
 }

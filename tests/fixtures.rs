@@ -149,7 +149,7 @@ fn aarch64_6_1_gets_its_dead_entries_dropped() {
     let dead = [(".text", 0x20), (".text", 0x44), (".text", 0x45), (".text", 0x180), (".noinstr.text", 0)];
     check(&f, &Options::default(), &dead);
     let a = analyze(&f.build(), &Options { verbose: true, ..Options::default() }).unwrap();
-    assert!(a.summary.starts_with("dropped 5 of 9 entries"), "{}", a.summary);
+    assert!(a.summary().starts_with("dropped 5 of 9 entries"), "{}", a.summary());
 }
 
 #[test]
@@ -170,13 +170,17 @@ fn doubt_is_reported_with_its_reason() {
     let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
     let a = analyze(&f.build(), &Options { verbose: true, ..Options::default() }).unwrap();
     assert!(
-        a.details.iter().any(|d| d.starts_with("keep .noinstr.text+0x0:") && d.contains(".text precedes it")),
+        a.details().iter().any(|d| d.starts_with("keep .noinstr.text+0x0:") && d.contains(".text precedes it")),
         "{:#?}",
-        a.details
+        a.details()
     );
-    assert!(a.details.contains(&"zero .text+0x20 (distance 0, no symbol before it)".to_string()), "{:#?}", a.details);
-    assert!(a.details.contains(&"zero .text+0x180 (distance 128 after b)".to_string()), "{:#?}", a.details);
-    assert!(a.summary.contains("1 kept for doubt"), "{}", a.summary);
+    assert!(
+        a.details().contains(&"zero .text+0x20 (distance 0, no symbol before it)".to_string()),
+        "{:#?}",
+        a.details()
+    );
+    assert!(a.details().contains(&"zero .text+0x180 (distance 128 after b)".to_string()), "{:#?}", a.details());
+    assert!(a.summary().contains("1 kept for doubt"), "{}", a.summary());
 }
 
 #[test]
@@ -194,5 +198,5 @@ fn ppc64_without_any_callsite_table_has_nothing_to_do() {
     f.vermagic = common::VERMAGIC_PPC_PATCHABLE;
     let a = analyze(&f.build(), &Options::default()).unwrap();
     assert_eq!(a.outcome, Outcome::Unchanged);
-    assert_eq!(a.summary, "nothing to do: no __patchable_function_entries section");
+    assert_eq!(a.summary(), "nothing to do: no __patchable_function_entries section");
 }

@@ -870,7 +870,7 @@ fn a_callsite_into_a_huge_nobits_text_section() {
     };
     no_panic(&data, &opts).unwrap();
     let a = analyze(&data, &opts).unwrap();
-    assert!(a.details.iter().any(|d| d.contains("has no bytes in the file (SHT_NOBITS)")), "{:#?}", a.details);
+    assert!(a.details().iter().any(|d| d.contains("has no bytes in the file (SHT_NOBITS)")), "{:#?}", a.details());
 }
 
 /// Found by the `apply` fuzz target (fuzz/artifacts/apply/crash-6837c87d…,

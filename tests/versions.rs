@@ -26,7 +26,7 @@ fn zeroed(f: &Fixture, opts: &Options) -> (Vec<(String, u64)>, String) {
     let after = a.plan.apply_to(&before);
     let kept = entries(&after, f.callsite, f.adjust);
     let gone = entries(&before, f.callsite, f.adjust).into_iter().filter(|e| !kept.contains(e)).collect();
-    (gone, a.summary)
+    (gone, a.summary())
 }
 
 fn weak_at_16() -> Vec<(String, u64)> {
@@ -70,13 +70,13 @@ fn bookworm_predates_the_check_and_gets_the_containment_rule() {
     // (the adjust is the identity).
     let f = ppc64("6.1.0-57-powerpc64le", "mod_unload modversions mprofile-kernel", "__mcount_loc", 0);
     let a = analyze(&f.build(), &Options::default()).unwrap();
-    assert!(a.summary.contains("inside a function symbol"), "{}", a.summary);
-    assert!(a.summary.starts_with("zeroed "), "{}", a.summary);
+    assert!(a.summary().contains("inside a function symbol"), "{}", a.summary());
+    assert!(a.summary().starts_with("zeroed "), "{}", a.summary());
     // ELFv1 function symbols name descriptors, not code: left alone.
     let mut f = f;
     f.e_flags = 1;
     let a = analyze(&f.build(), &Options::default()).unwrap();
-    assert!(a.plan.is_empty() && a.summary.contains("ELFv1"), "{}", a.summary);
+    assert!(a.plan.is_empty() && a.summary().contains("ELFv1"), "{}", a.summary());
 }
 
 #[test]
@@ -92,7 +92,7 @@ fn plain_pg_ppc64_is_not_checked() {
     let f = ppc64("6.12.107", "mod_unload", "__mcount_loc", 0);
     let a = analyze(&f.build(), &Options::default()).unwrap();
     assert!(a.plan.is_empty());
-    assert!(a.summary.contains("plain -pg"), "{}", a.summary);
+    assert!(a.summary().contains("plain -pg"), "{}", a.summary());
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn zeroed_ips(data: &[u8]) -> (Vec<(String, u64)>, String) {
     let after = a.plan.apply_to(data);
     let kept = entries(&after, "__mcount_loc", 0);
     let gone = entries(data, "__mcount_loc", 0).into_iter().filter(|e| !kept.contains(e)).collect();
-    (gone, a.summary)
+    (gone, a.summary())
 }
 
 #[test]

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Every word the tool says about a module, from the plain data of
+//! [`crate::report`]: the human lines of `-v` and `--check`. Scripts read
+//! `--format=json` instead, so rewording a line here breaks no harness.
+
+use std::fmt::Write as _;
+
+use crate::decide::Doubt;
+use crate::error::Error;
+use crate::process::{Analysis, LeftAlone, Outcome};
+use crate::report::{Finding, Location, Report, RuleFacts};
+use crate::rule::{Check, Neutraliser};
+
+pub use crate::cli::NAME;
+
+/// What the human output shows of a module.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Human {
+    pub check: bool,
+    pub verbose: bool,
+    /// Tree mode: a compressed module left alone is counted, not warned about.
+    pub tree: bool,
+}
+
+/// The lines (for stderr) that report one file, `shown` being its name.
+#[must_use]
+pub fn human(shown: &str, result: &Result<Analysis, Error>, how: Human) -> Vec<String> {
+    let a = match result {
+        Ok(a) => a,
+        Err(e) => return vec![format!("{NAME}: {shown}: error: {e}")],
+    };
+    let mut lines = Vec::new();
+    let quiet_skip = how.tree && matches!(a.outcome, Outcome::Skipped(LeftAlone::Compressed, _));
+    if !quiet_skip {
+        lines.extend(a.warnings.iter().map(|w| format!("{NAME}: {shown}: warning: {w}")));
+    }
+    lines.extend(a.notes.iter().map(|n| format!("{NAME}: {shown}: note: {n}")));
+    if how.verbose {
+        lines.extend(details(&a.report).iter().map(|d| format!("{NAME}: {shown}: {d}")));
+    }
+    if let (true, Outcome::Changed { signed, .. }) = (how.check, &a.outcome) {
+        let what = if *signed { "would change (signed)" } else { "would change" };
+        lines.push(format!("{NAME}: {shown}: {what}: {}", summary(&a.report, true)));
+    } else if how.verbose {
+        lines.push(format!("{NAME}: {shown}: {}", summary(&a.report, false)));
+    }
+    lines
+}
+
+/// The `--verbose` lines of a module the rule was applied to, without the
+/// program and file prefix: the neutraliser, then each weak or doubtful
+/// entry. None for a module left alone.
+#[must_use]
+pub fn details(report: &Report) -> Vec<String> {
+    let (Some(rule), Some(counts), None) = (&report.rule, &report.counts, &report.nothing) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    if counts.weak > 0 {
+        lines.push(format!("neutraliser {}", neutraliser(rule.neutraliser)));
+    }
+    lines.extend(report.findings.iter().filter_map(|f| finding(rule, f)));
+    lines
+}
+
+/// One line on what happened to a module; `would` words it as `--check`
+/// does for a module that would change.
+#[must_use]
+pub fn summary(report: &Report, would: bool) -> String {
+    if let Some(reason) = &report.nothing {
+        return format!("nothing to do: {reason}");
+    }
+    let (Some(rule), Some(counts)) = (&report.rule, &report.counts) else {
+        return "nothing to do".into();
+    };
+    let what = describe(rule);
+    let entries = counts.entries;
+    let verb = match (rule.neutraliser, would) {
+        (Neutraliser::Zero, false) => "zeroed",
+        (Neutraliser::Zero, true) => "would zero",
+        (Neutraliser::Drop { .. }, false) => "dropped",
+        (Neutraliser::Drop { .. }, true) => "would drop",
+    };
+    let mut line = match counts.weak {
+        0 => format!("nothing to zero in {entries} entries [{what}]"),
+        n => format!("{verb} {n} of {entries} entries [{what}]"),
+    };
+    if counts.doubt > 0 {
+        let _ = write!(line, ", {} kept for doubt", counts.doubt);
+    }
+    line
+}
+
+/// The rule in one phrase, for the summary line.
+#[must_use]
+pub fn describe(rule: &RuleFacts) -> String {
+    match rule.check {
+        Check::MaxOffset => format!("{}, {}, max offset {} ({})", rule.arch, rule.section, rule.max_offset, rule.basis),
+        Check::Contains { before } => format!(
+            "{}, {}, inside a function symbol, up to {before} bytes before it ({}; the kernel has no \
+             FTRACE_MCOUNT_MAX_OFFSET here)",
+            rule.arch, rule.section, rule.basis
+        ),
+    }
+}
+
+/// The neutraliser and why the rule chose it.
+#[must_use]
+pub fn neutraliser(n: Neutraliser) -> String {
+    match n {
+        Neutraliser::Zero => {
+            "zero: the kernel skips a zero word (it tests for zero before adjusting, or its adjust maps 0 to 0)".into()
+        }
+        Neutraliser::Drop { kernel, adjust } => format!(
+            "drop: kernel {kernel} adjusts a callsite word before testing it for zero, and its adjust \
+             ({adjust:?}) would turn a zeroed word into a bogus record"
+        ),
+    }
+}
+
+/// The neutraliser's verb: "zero" or "drop".
+#[must_use]
+pub fn verb(n: Neutraliser) -> &'static str {
+    match n {
+        Neutraliser::Zero => "zero",
+        Neutraliser::Drop { .. } => "drop",
+    }
+}
+
+/// `.text+0x20`.
+#[must_use]
+pub fn location(l: &Location) -> String {
+    format!("{}+{:#x}", l.section, l.offset)
+}
+
+/// The `--verbose` line of a weak or doubtful entry (none for a kept one).
+fn finding(rule: &RuleFacts, f: &Finding) -> Option<String> {
+    let verb = verb(rule.neutraliser);
+    Some(match f {
+        Finding::Kept { .. } => return None,
+        Finding::Weak { location: l, symbol: Some(name), distance } => {
+            format!("{verb} {} (distance {distance} after {name})", location(l))
+        }
+        Finding::Weak { location: l, symbol: None, distance } => {
+            format!("{verb} {} (distance {distance}, no symbol before it)", location(l))
+        }
+        Finding::Doubt { location: l, why } => format!("keep {}: {}", location(l), doubt(why)),
+    })
+}
+
+/// Why an entry is kept although no symbol explains it.
+#[must_use]
+pub fn doubt(d: &Doubt) -> String {
+    match d {
+        Doubt::Odd(odd) => odd.to_string(),
+        Doubt::PastEnd { ip } => format!("record ip {ip:#x} lies past the end of its section"),
+        Doubt::Preceded { max, by } => {
+            format!("within {max} bytes of its section's start, and {by} precedes it in the same memory region")
+        }
+        Doubt::Overhang { symbol, section } => {
+            format!("symbol {symbol} of {section} lies past that section's end and may land here")
+        }
+        Doubt::Unsized { symbol } => {
+            format!("in no sized function, but the nearest symbol {symbol} has no function size")
+        }
+        Doubt::Stripped => "in no sized function, but the module has no local function symbols to tell".into(),
+        Doubt::RegionStart { max } => format!(
+            "within {max} bytes of its memory region's start, and this kernel's symbol lookup is not bounded by \
+             the region"
+        ),
+    }
+}
+
+impl Analysis {
+    /// The summary line, as `--verbose` prints it.
+    #[must_use]
+    pub fn summary(&self) -> String {
+        summary(&self.report, false)
+    }
+
+    /// The `--verbose` lines, without the program and file prefix.
+    #[must_use]
+    pub fn details(&self) -> Vec<String> {
+        details(&self.report)
+    }
+}
