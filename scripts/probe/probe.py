@@ -73,10 +73,14 @@ def init_entries(elf):
     secs = guest.elf_sections(elf)
     names = [s[0] for s in secs]
     e = "<" if elf[5] == 1 else ">"
-    loc = secs[names.index("__mcount_loc")]
+    # The table the module loader hands ftrace: __mcount_loc, or where the
+    # kernel uses -fpatchable-function-entry (arm64, ppc64le),
+    # __patchable_function_entries.
+    table = "__mcount_loc" if "__mcount_loc" in names else "__patchable_function_entries"
+    loc = secs[names.index(table)]
     total = loc[4] // 8
     init = zero = 0
-    rela = ".rela__mcount_loc"
+    rela = ".rela" + table
     if rela in names:
         _n, _t, _f, off, size, link, _ent = secs[names.index(rela)]
         symoff, symsize = secs[link][3], secs[link][4]
