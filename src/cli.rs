@@ -19,7 +19,9 @@ pub const NAME: &str = "zero-weak-mcount";
 pub const AFTER_HELP: &str = "Exit status (file and tree mode alike):
   0  success; under --check, nothing would change
   1  under --check, at least one module would change; otherwise a module failed (left unchanged)
-  2  usage error; under --check also a module that cannot be read or judged (this wins over 1)";
+  2  usage error; under --check also a module that cannot be read or judged (this wins over 1)
+  130, 143  interrupted by SIGINT or SIGTERM: the modules started are finished, the rest left alone
+Each module's lines are printed as soon as it and every module before it are done.";
 
 /// The crate version and the build identity from build.rs: a `git
 /// describe` of the sources, or a hash of them outside git. The Kbuild hook

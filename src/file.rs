@@ -167,7 +167,9 @@ fn flock(file: &File, shared: bool) -> std::io::Result<()> {
             return Ok(());
         }
         let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
+        // SIGINT or SIGTERM while another run holds the lock: give up
+        // rather than wait on (the file is untouched).
+        if err.kind() != std::io::ErrorKind::Interrupted || crate::stop::requested().is_some() {
             return Err(err);
         }
     }
@@ -244,7 +246,11 @@ fn copy_unchanged(output: Option<&Path>, opts: &Options, data: &[u8]) -> Result<
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     if path.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
-        out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| Error::IoAt { what: "write failed", source: e })?;
+        out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| {
+            // A reader that went away (`| head -c`) ends the run quietly.
+            crate::stop::on_write_error(&e);
+            Error::IoAt { what: "write failed", source: e }
+        })?;
         return Ok(());
     }
     let mut out = OpenOptions::new()

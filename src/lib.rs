@@ -17,7 +17,8 @@
 //! - [`process`]: one module's bytes, start to end;
 //! - [`report`]: what the analysis found, as plain data;
 //! - [`render`]: every word said about it;
-//! - [`error`]: every way it can fail, each with its remedy.
+//! - [`error`]: every way it can fail, each with its remedy;
+//! - [`stop`]: SIGINT, SIGTERM and a closed pipe end a run between modules.
 
 pub mod arch;
 pub mod cli;
@@ -33,6 +34,7 @@ pub mod render;
 pub mod report;
 pub mod rule;
 pub mod signature;
+pub mod stop;
 pub mod walk;
 
 pub use error::Error;

@@ -3,7 +3,6 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -12,7 +11,7 @@ use zero_weak_mcount::cli::{Cli, NAME};
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{LeftAlone, Options, Outcome};
 use zero_weak_mcount::render::{self, Human};
-use zero_weak_mcount::walk;
+use zero_weak_mcount::{stop, walk};
 
 /// What one file produced: lines to print, and how to count it.
 struct Done {
@@ -25,6 +24,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
+    stop::install();
     let usage = |msg: &str| {
         eprintln!("{NAME}: error: {msg}");
         ExitCode::from(2)
@@ -52,22 +52,65 @@ fn main() -> ExitCode {
     };
     let output = cli.output.as_deref();
     let jobs = cli.jobs.unwrap_or_else(walk::default_jobs);
-    let progress = (tree && std::io::stderr().is_terminal()).then(|| Progress::new(files.len()));
-    let results = walk::parallel(
+    let total = files.len();
+    let mut progress = (tree && std::io::stderr().is_terminal()).then(|| Progress::new(total));
+    let mut tally = Tally::default();
+    let done = walk::parallel(
         &files,
         jobs,
         |path| run(path, output, &opts, tree),
-        |n| {
-            if let Some(p) = &progress {
-                p.done(n);
+        |_, done, finished| {
+            // Each module's lines as soon as it (and every one before it)
+            // is done: an interrupted run has said what it changed.
+            if let Some(p) = progress.as_mut().filter(|_| !done.lines.is_empty()) {
+                p.clear();
+            }
+            tally.add(&done);
+            if let Some(p) = &mut progress {
+                p.done(finished);
             }
         },
+        || stop::requested().is_some(),
     );
-    if progress.is_some() {
-        eprint!("\r\x1b[K");
+    if let Some(p) = &mut progress {
+        p.clear();
     }
-    let counts = report(&results, tree, opts.check);
-    exit_status(opts.check, counts.changed, counts.errors + usize::from(walk_failed))
+    match stop::requested() {
+        Some(stop::PIPE) => closed_pipe(),
+        Some(sig) => {
+            let what = if opts.check { "would change" } else { "changed" };
+            say(&format!("{NAME}: interrupted: {done} of {total} done ({} {what})", tally.changed));
+            // 128 + the signal, as a shell reports a process it killed.
+            ExitCode::from(u8::try_from(128 + sig).unwrap_or(1))
+        }
+        None => {
+            if tree {
+                tally.summary(opts.check);
+            }
+            exit_status(opts.check, tally.changed, tally.errors + usize::from(walk_failed))
+        }
+    }
+}
+
+/// One line to stderr. A closed stderr ends the run quietly, as a closed
+/// pipe does any filter's.
+fn say(line: &str) {
+    let mut err = std::io::stderr().lock();
+    if let Err(e) = writeln!(err, "{line}") {
+        stop::on_write_error(&e);
+    }
+}
+
+/// The reader of our output went away: stop as `cat` would, killed by
+/// SIGPIPE, without a word (the modules started were finished first).
+fn closed_pipe() -> ExitCode {
+    // SAFETY: restoring the default action and raising the signal; nothing
+    // else runs after this.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    ExitCode::from(141)
 }
 
 /// The exit status, as `cmp` and `diff` have it (SCHEMA.md): under
@@ -80,12 +123,6 @@ fn exit_status(check: bool, changed: usize, errors: usize) -> ExitCode {
         (true, false, true) | (false, true, _) => ExitCode::FAILURE,
         _ => ExitCode::SUCCESS,
     }
-}
-
-/// How many modules changed (or would) and how many failed.
-struct Counts {
-    changed: usize,
-    errors: usize,
 }
 
 /// clap's messages, in the `zero-weak-mcount: error: ...` shape of every
@@ -102,30 +139,39 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The terminal progress line. Workers finish out of order and call in
-/// from several threads, so the count shown only ever grows, and it is
-/// redrawn at most every `PROGRESS_EVERY`: a redraw per module would cost
-/// more than a small module's processing.
+/// The terminal progress line, redrawn at most every `PROGRESS_EVERY`: a
+/// redraw per module would cost more than a small module's processing.
+/// Only the reporter (one at a time) calls it.
 struct Progress {
     total: usize,
-    shown: Mutex<(usize, Instant)>,
+    shown: (usize, Instant),
+    /// The line is on the screen.
+    drawn: bool,
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 impl Progress {
     fn new(total: usize) -> Progress {
-        Progress { total, shown: Mutex::new((0, Instant::now())) }
+        Progress { total, shown: (0, Instant::now()), drawn: false }
     }
 
-    fn done(&self, n: usize) {
-        let mut shown = self.shown.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    fn done(&mut self, n: usize) {
         let now = Instant::now();
-        if n > shown.0 && now.duration_since(shown.1) >= PROGRESS_EVERY {
-            *shown = (n, now);
-            // Drawn under the lock, so that two threads cannot swap lines.
+        if n > self.shown.0 && now.duration_since(self.shown.1) >= PROGRESS_EVERY {
+            self.shown = (n, now);
+            self.drawn = true;
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r{NAME}: {n}/{}\x1b[K", self.total);
+            let _ = err.flush();
+        }
+    }
+
+    /// Take the line off the screen, so that what follows starts a line.
+    fn clear(&mut self) {
+        if std::mem::take(&mut self.drawn) {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
             let _ = err.flush();
         }
     }
@@ -168,40 +214,50 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
     Ok(Inputs { files, tree, walk_failed })
 }
 
-/// Print every file's lines and, in tree mode, the summary.
-fn report(results: &[Done], tree: bool, check: bool) -> Counts {
-    let mut changed = 0;
-    let mut unchanged = 0;
-    let mut errors = 0;
-    let mut skipped: BTreeMap<LeftAlone, usize> = BTreeMap::new();
-    for done in results {
-        for line in &done.lines {
-            eprintln!("{line}");
+/// Every module's lines, printed as it is reported, and the counts for
+/// the summary and the exit status.
+#[derive(Default)]
+struct Tally {
+    modules: usize,
+    changed: usize,
+    unchanged: usize,
+    errors: usize,
+    skipped: BTreeMap<LeftAlone, usize>,
+}
+
+impl Tally {
+    fn add(&mut self, done: &Done) {
+        if stop::requested() != Some(stop::PIPE) {
+            for line in &done.lines {
+                say(line);
+            }
         }
+        self.modules += 1;
         match &done.outcome {
-            Ok(Outcome::Changed { .. }) => changed += 1,
-            Ok(Outcome::Unchanged) => unchanged += 1,
-            Ok(Outcome::Skipped(kind, _)) => *skipped.entry(*kind).or_default() += 1,
-            Err(()) => errors += 1,
+            Ok(Outcome::Changed { .. }) => self.changed += 1,
+            Ok(Outcome::Unchanged) => self.unchanged += 1,
+            Ok(Outcome::Skipped(kind, _)) => *self.skipped.entry(*kind).or_default() += 1,
+            Err(()) => self.errors += 1,
         }
     }
-    if tree {
+
+    /// The tree mode summary line, last.
+    fn summary(&self, check: bool) {
+        let Tally { modules, changed, unchanged, errors, skipped } = self;
         if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
-            eprintln!(
+            say(&format!(
                 "{NAME}: warning: {n} compressed modules left unchanged: {}",
                 zero_weak_mcount::process::COMPRESSED_ADVICE
-            );
+            ));
         }
         let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();
         let skipped_total: usize = skipped.values().sum();
-        eprintln!(
-            "{NAME}: {} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
-            results.len(),
+        say(&format!(
+            "{NAME}: {modules} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
             if check { "would change" } else { "changed" },
             if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
-        );
+        ));
     }
-    Counts { changed, errors }
 }
 
 fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {

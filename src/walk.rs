@@ -61,8 +61,13 @@ pub fn default_jobs() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
-/// Apply `work` to every item on `jobs` threads; results come back in item
-/// order. `done` is told how many items have finished, for progress.
+/// Apply `work` to every item on `jobs` threads, and hand each result to
+/// `report` as soon as it and every item before it are done: in item order,
+/// whatever the thread count, so the output never depends on it, and
+/// without waiting for the end. `report` is called under a lock, never
+/// twice at once, with the item's index and how many items have finished
+/// (for progress). Once `stop` says so, no new item is started; items in
+/// progress finish and are reported. Returns how many items were reported.
 ///
 /// # Panics
 ///
@@ -71,38 +76,62 @@ pub fn parallel<T: Sync, R: Send>(
     items: &[T],
     jobs: usize,
     work: impl Fn(&T) -> R + Sync,
-    done: impl Fn(usize) + Sync,
-) -> Vec<R> {
+    report: impl FnMut(usize, R, usize) + Send,
+    stop: impl Fn() -> bool + Sync,
+) -> usize {
     if jobs <= 1 || items.len() <= 1 {
         // No thread to start for one file: Kbuild runs the tool once per
         // module, and starting a thread costs more than some modules take.
-        return items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                let r = work(item);
-                done(i + 1);
-                r
-            })
-            .collect();
+        let mut report = report;
+        for (i, item) in items.iter().enumerate() {
+            if stop() {
+                return i;
+            }
+            report(i, work(item), i + 1);
+        }
+        return items.len();
     }
     let next = AtomicUsize::new(0);
-    let finished = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    // Results waiting for an earlier item, the next index to report, how
+    // many have finished, and the reporter.
+    let state = Mutex::new(Ordered { waiting: (0..items.len()).map(|_| None).collect(), next: 0, finished: 0, report });
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, items.len().max(1)) {
             scope.spawn(|| {
                 loop {
+                    if stop() {
+                        break;
+                    }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(i) else { break };
                     let r = work(item);
-                    results.lock().unwrap()[i] = Some(r);
-                    done(finished.fetch_add(1, Ordering::Relaxed) + 1);
+                    let mut s = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    s.waiting[i] = Some(r);
+                    s.finished += 1;
+                    s.flush();
                 }
             });
         }
     });
-    results.into_inner().unwrap().into_iter().map(|r| r.expect("every item is processed")).collect()
+    // Items are taken in order and every one taken is finished, so what
+    // was done is a prefix, all of it reported.
+    state.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).next
+}
+
+struct Ordered<R, F> {
+    waiting: Vec<Option<R>>,
+    next: usize,
+    finished: usize,
+    report: F,
+}
+
+impl<R, F: FnMut(usize, R, usize)> Ordered<R, F> {
+    fn flush(&mut self) {
+        while let Some(r) = self.waiting.get_mut(self.next).and_then(Option::take) {
+            (self.report)(self.next, r, self.finished);
+            self.next += 1;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -112,10 +141,38 @@ mod tests {
     #[test]
     fn results_keep_item_order_whatever_the_thread_count() {
         let items: Vec<u64> = (0..1000).collect();
-        let one = parallel(&items, 1, |&x| x * x, |_| {});
-        let many = parallel(&items, 7, |&x| x * x, |_| {});
-        assert_eq!(one, many);
-        assert_eq!(many[999], 999 * 999);
+        let run = |jobs| {
+            let mut seen = Vec::new();
+            let n = parallel(&items, jobs, |&x| x * x, |i, r, _| seen.push((i, r)), || false);
+            assert_eq!(n, items.len());
+            seen
+        };
+        let one = run(1);
+        assert_eq!(one, run(7));
+        assert_eq!(one[999], (999, 999 * 999));
+    }
+
+    #[test]
+    fn a_stop_starts_nothing_new_and_reports_every_finished_item() {
+        let items: Vec<u64> = (0..1000).collect();
+        for jobs in [1, 3] {
+            let started = AtomicUsize::new(0);
+            let mut seen = Vec::new();
+            let n = parallel(
+                &items,
+                jobs,
+                |&x| {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    x
+                },
+                |i, r, _| seen.push((i, r)),
+                || started.load(Ordering::SeqCst) >= 10,
+            );
+            // Every item started was finished and reported, in order.
+            assert_eq!(n, started.load(Ordering::SeqCst), "jobs {jobs}");
+            assert!((10..10 + jobs).contains(&n), "jobs {jobs}: {n}");
+            assert_eq!(seen, items[..n].iter().map(|&i| (usize::try_from(i).unwrap(), i)).collect::<Vec<_>>());
+        }
     }
 
     #[test]

@@ -147,3 +147,113 @@ fn sigkill_during_atomic_runs_leaves_each_file_whole() {
         .collect();
     assert!(left.is_empty(), "stale temporary files survived a completed run: {left:?}");
 }
+
+/// A tree of `n` copies of one big module, and its bytes before and after.
+fn big_tree(dir: &common::Scratch, n: usize) -> (PathBuf, Vec<u8>, Vec<u8>) {
+    let original = big_module(20_000);
+    let processed = analyze(&original, &Options::default()).unwrap().plan.apply_to(&original);
+    let tree = dir.0.join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    for i in 0..n {
+        fs::write(tree.join(format!("m{i:03}.ko")), &original).unwrap();
+    }
+    (tree, original, processed)
+}
+
+/// SIGINT and SIGTERM in tree mode, sent as soon as the first module has
+/// been reported: the run reports as it goes, finishes the modules it
+/// started, says how far it got after their reports, and exits 130 or 143;
+/// every file is whole, and the ones reported are exactly the ones changed.
+#[test]
+fn sigint_and_sigterm_stop_a_tree_between_modules() {
+    use std::io::BufRead as _;
+    let dir = common::Scratch::new("sigint");
+    let n = 40;
+    let (tree, original, processed) = big_tree(&dir, n);
+    for (sig, jobs) in [(libc::SIGINT, "1"), (libc::SIGTERM, "2"), (libc::SIGINT, "2")] {
+        for i in 0..n {
+            fs::write(tree.join(format!("m{i:03}.ko")), &original).unwrap();
+        }
+        let mut child = Command::new(BIN).args(["-v", "-j", jobs]).arg(&tree).stderr(Stdio::piped()).spawn().unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut text = Vec::new();
+        // The first module's summary comes while the others are still to do.
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            let first = line.contains(": zeroed ");
+            text.push(line);
+            if first {
+                let pid = i32::try_from(child.id()).unwrap();
+                // SAFETY: kill(2) on our own child.
+                assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+                break;
+            }
+        }
+        text.extend(lines.map(Result::unwrap));
+        let status = child.wait().unwrap();
+        let what = format!("signal {sig}, -j{jobs}:\n{}", text.join("\n"));
+        assert_eq!(status.code(), Some(128 + sig), "{what}");
+        let last = text.last().unwrap();
+        let done: Vec<&str> = text.iter().filter(|l| l.contains(": zeroed ")).map(String::as_str).collect();
+        assert_eq!(
+            *last,
+            format!("zero-weak-mcount: interrupted: {} of {n} done ({} changed)", done.len(), done.len()),
+            "{what}"
+        );
+        assert!(!done.is_empty() && done.len() < n, "{what}");
+        assert!(!text.iter().any(|l| l.contains(" modules: ")), "no summary after an interruption: {what}");
+        // The reports name the first modules, in order, and exactly those
+        // files changed; every other file is its original bytes.
+        for i in 0..n {
+            let path = tree.join(format!("m{i:03}.ko"));
+            let now = fs::read(&path).unwrap();
+            if i < done.len() {
+                assert!(done[i].contains(&format!("{}: zeroed ", path.display())), "{what}");
+                assert!(now == processed, "m{i:03}.ko reported but not processed: {what}");
+            } else {
+                assert!(now == original, "m{i:03}.ko changed but not reported: {what}");
+            }
+        }
+    }
+}
+
+/// A reader that goes away: with `-o -`, and with stderr under `-v`. The
+/// tool stops quietly as a filter does (killed by SIGPIPE), without an error
+/// message, and leaves every file whole.
+#[test]
+fn a_closed_pipe_ends_the_run_quietly() {
+    use std::io::Read as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = common::Scratch::new("epipe");
+    let (tree, original, processed) = big_tree(&dir, 30);
+    assert!(original.len() > 1 << 20, "larger than a pipe's buffer");
+
+    let one = tree.join("m000.ko");
+    let mut child =
+        Command::new(BIN).args(["-o", "-"]).arg(&one).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut byte = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut byte).unwrap();
+    // The read end is closed now, with most of the module unwritten.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{out:?}");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fs::read(&one).unwrap(), original);
+
+    // -v over the tree writes far more than a pipe holds; the reader
+    // takes one line and leaves.
+    let mut child = Command::new(BIN).args(["-v", "-j2"]).arg(&tree).stderr(Stdio::piped()).spawn().unwrap();
+    child.stderr.take().unwrap().read_exact(&mut byte).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
+    let (mut before, mut after) = (0, 0);
+    for i in 0..30 {
+        let now = fs::read(tree.join(format!("m{i:03}.ko"))).unwrap();
+        if now == original {
+            before += 1;
+        } else {
+            assert!(now == processed, "m{i:03}.ko is neither original nor processed");
+            after += 1;
+        }
+    }
+    assert!(before > 0, "the run went on after its reader left ({after} processed)");
+}
