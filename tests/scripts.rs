@@ -249,3 +249,167 @@ fn install_kbuild_hook_works_on_a_root_by_kver_from_an_installed_layout() {
     let (code, text) = run(std::process::Command::new(&installed).args(["--kver", "9.9.9-zwm-test"]));
     assert_eq!(code, Some(1), "{text}");
 }
+
+#[test]
+fn install_kbuild_hook_help_has_no_licence_line_and_a_version() {
+    let (code, text) = run(std::process::Command::new(script("install-kbuild-hook")).arg("--help"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.starts_with("install-kbuild-hook: "), "{text}");
+    assert!(!text.contains("SPDX") && text.contains("--sweep") && text.contains("--version"), "{text}");
+    let (code, text) = run(std::process::Command::new(script("install-kbuild-hook")).arg("--version"));
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(text, format!("install-kbuild-hook {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+/// Debian's layout since trixie: one `linux-kbuild-ABI` package per ABI,
+/// its `scripts/` shared by the ABI's headers trees through absolute links.
+struct AbiRoot {
+    root: PathBuf,
+}
+
+const MODFINAL: &[u8] =
+    b"cmd_ld_ko_o = $(LD) -r -o $@ $(filter %.o, $^)\n\n%.ko: %.o %.mod.o FORCE\n\t+$(call if_changed,ld_ko_o)\n";
+
+impl AbiRoot {
+    fn new(name: &str, abis: &[&str]) -> AbiRoot {
+        let root = std::env::temp_dir().join(format!("zwm-abi-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let t = AbiRoot { root };
+        for abi in abis {
+            fs::create_dir_all(t.kbuild(abi)).unwrap();
+            fs::write(t.kbuild(abi).join("Makefile.modfinal"), MODFINAL).unwrap();
+            let headers = t.root.join(format!("usr/src/linux-headers-{abi}-amd64"));
+            fs::create_dir_all(&headers).unwrap();
+            std::os::unix::fs::symlink(format!("/usr/lib/linux-kbuild-{abi}/scripts"), headers.join("scripts"))
+                .unwrap();
+            let modules = t.root.join(format!("lib/modules/{abi}-amd64"));
+            fs::create_dir_all(&modules).unwrap();
+            std::os::unix::fs::symlink(format!("/usr/src/linux-headers-{abi}-amd64"), modules.join("build")).unwrap();
+        }
+        t
+    }
+
+    fn kbuild(&self, abi: &str) -> PathBuf {
+        self.root.join(format!("usr/lib/linux-kbuild-{abi}/scripts"))
+    }
+
+    fn hook(&self, args: &[&str]) -> (Option<i32>, String) {
+        run(std::process::Command::new(script("install-kbuild-hook")).arg("--root").arg(&self.root).args(args))
+    }
+
+    /// What removing the headers package of ABI leaves (the kbuild
+    /// package stays, or goes too with `kbuild_too`).
+    fn remove_headers(&self, abi: &str, kbuild_too: bool) {
+        fs::remove_dir_all(self.root.join(format!("usr/src/linux-headers-{abi}-amd64"))).unwrap();
+        fs::remove_dir_all(self.root.join(format!("lib/modules/{abi}-amd64"))).unwrap();
+        if kbuild_too {
+            fs::remove_file(self.kbuild(abi).join("Makefile.modfinal")).unwrap();
+        }
+    }
+}
+
+impl Drop for AbiRoot {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// `--status` alone lists every headers tree, hooked or not; `--all` hooks
+/// each ABI's own Makefile.modfinal.
+#[test]
+fn install_kbuild_hook_status_lists_every_abi_and_all_hooks_each() {
+    let t = AbiRoot::new("status", &["9.8.1+t1", "9.9.2+t1"]);
+    assert_eq!(t.hook(&["-q", "--kver", "9.8.1+t1-amd64"]).0, Some(0));
+    let (code, text) = t.hook(&["--status"]);
+    assert_eq!(code, Some(1), "{text}");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.contains("tool")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].contains("linux-kbuild-9.8.1+t1/") && lines[0].ends_with(": hooked"), "{text}");
+    assert!(lines[1].contains("linux-kbuild-9.9.2+t1/") && lines[1].ends_with(": clean"), "{text}");
+    let (code, text) = t.hook(&["-q", "--all"]);
+    assert_eq!((code, text.as_str()), (Some(0), ""));
+    let (code, text) = t.hook(&["--status"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(text.lines().filter(|l| l.ends_with(": hooked")).count(), 2, "{text}");
+    for abi in ["9.8.1+t1", "9.9.2+t1"] {
+        assert!(fs::read_to_string(t.kbuild(abi).join("Makefile.modfinal")).unwrap().contains("zero-weak-mcount-ko"));
+    }
+    let (code, text) = t.hook(&["-q", "--uninstall", "--all"]);
+    assert_eq!((code, text.as_str()), (Some(0), ""));
+    for abi in ["9.8.1+t1", "9.9.2+t1"] {
+        assert_eq!(fs::read(t.kbuild(abi).join("Makefile.modfinal")).unwrap(), MODFINAL);
+        assert!(!t.kbuild(abi).join("Makefile.zero-weak-mcount").exists());
+    }
+}
+
+/// `--uninstall --kver KVER` after the headers are gone: with the kbuild
+/// package still there it restores the file; with it gone it removes the
+/// snippet and the emptied directories; then there is nothing left to do.
+#[test]
+fn install_kbuild_hook_uninstalls_a_kver_whose_headers_are_gone() {
+    let t = AbiRoot::new("gone", &["9.8.1+t1", "9.9.2+t1"]);
+    assert_eq!(t.hook(&["-q", "--all"]).0, Some(0));
+    t.remove_headers("9.8.1+t1", false);
+    t.remove_headers("9.9.2+t1", true);
+    let (code, text) = t.hook(&["--uninstall", "--kver", "9.8.1+t1-amd64"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("hook removed"), "{text}");
+    assert_eq!(fs::read(t.kbuild("9.8.1+t1").join("Makefile.modfinal")).unwrap(), MODFINAL);
+    assert!(!t.kbuild("9.8.1+t1").join("Makefile.zero-weak-mcount").exists());
+    // The other ABI's kbuild is untouched by that.
+    assert!(t.kbuild("9.9.2+t1").join("Makefile.zero-weak-mcount").exists());
+    let (code, text) = t.hook(&["--uninstall", "--kver", "9.9.2+t1-amd64"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("removed") && text.contains("Makefile.zero-weak-mcount"), "{text}");
+    assert!(!t.root.join("usr/lib/linux-kbuild-9.9.2+t1").exists(), "{text}");
+    for kver in ["9.8.1+t1-amd64", "9.9.2+t1-amd64"] {
+        let (code, text) = t.hook(&["--uninstall", "--kver", kver]);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.contains("nothing to remove"), "{text}");
+    }
+    // Control: without --uninstall, a KVER with no headers is an error.
+    assert_eq!(t.hook(&["-q", "--kver", "9.9.2+t1-amd64"]).0, Some(1));
+}
+
+/// `--sweep` removes a snippet copy whose Makefile.modfinal went with its
+/// package (no dpkg here: the part that needs no diversion).
+#[test]
+fn install_kbuild_hook_sweep_removes_what_a_removed_package_left() {
+    let t = AbiRoot::new("sweep", &["9.8.1+t1", "9.9.2+t1"]);
+    assert_eq!(t.hook(&["-q", "--all"]).0, Some(0));
+    t.remove_headers("9.9.2+t1", true);
+    let before = fs::read(t.kbuild("9.8.1+t1").join("Makefile.modfinal")).unwrap();
+    let (code, text) = t.hook(&["--sweep"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!t.root.join("usr/lib/linux-kbuild-9.9.2+t1").exists(), "{text}");
+    assert_eq!(fs::read(t.kbuild("9.8.1+t1").join("Makefile.modfinal")).unwrap(), before, "{text}");
+    assert!(t.kbuild("9.8.1+t1").join("Makefile.zero-weak-mcount").exists());
+    let (code, text) = t.hook(&["--sweep"]);
+    assert_eq!((code, text.as_str()), (Some(0), ""));
+    assert_eq!(t.hook(&["--sweep", "--all"]).0, Some(2));
+}
+
+/// The /etc/kernel hook as `make install` writes it: it hooks the headers
+/// of its KVER, and is silent for a KVER without headers and once the
+/// installer is gone (its conffile outlives the package until purge).
+#[test]
+fn kernel_hook_hooks_its_kver_and_is_silent_otherwise() {
+    let t = AbiRoot::new("kernel-hook", &["9.8.1+t1"]);
+    let text = fs::read_to_string(script("kernel-header-hook")).unwrap();
+    let installed = t.root.join("kernel-hook");
+    let write = |sbindir: &Path| {
+        fs::write(&installed, text.replace("@SBINDIR@", sbindir.to_str().unwrap())).unwrap();
+    };
+    let hook = |kver: &str| run(std::process::Command::new("sh").arg(&installed).arg(kver).env("DPKG_ROOT", &t.root));
+    let modfinal = t.kbuild("9.8.1+t1").join("Makefile.modfinal");
+    write(&t.root.join("nowhere"));
+    assert_eq!(hook("9.8.1+t1-amd64"), (Some(0), String::new()));
+    assert_eq!(fs::read(&modfinal).unwrap(), MODFINAL);
+    write(script("install-kbuild-hook").parent().unwrap());
+    assert_eq!(hook("9.7.0+t1-amd64"), (Some(0), String::new()));
+    assert_eq!(fs::read(&modfinal).unwrap(), MODFINAL);
+    let (code, out) = hook("9.8.1+t1-amd64");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("hooked the Kbuild of 9.8.1+t1-amd64"), "{out}");
+    assert!(fs::read_to_string(&modfinal).unwrap().contains("zero-weak-mcount-ko"));
+}
