@@ -24,6 +24,10 @@ PERL5DIR ?= $(if $(filter /usr,$(PREFIX)),$(or $(shell $(PERL) -MConfig -e 'prin
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+# Debian's kernel hook directories: {header_,}postinst.d/50-zero-weak-mcount
+# hooks each headers package as it (or its image) is installed, before
+# DKMS's hooks there. Empty: not installed (the rpm spec uses file triggers).
+KERNELHOOKDIR ?= /etc/kernel
 
 # Packagers pass CARGO_FLAGS=--offline (or --frozen) for vendored builds.
 CARGO ?= cargo
@@ -83,6 +87,13 @@ install:
 		echo "make install: note: $(PERL5DIR) is not in Perl's @INC, so dh does not find the add-on there (set PERL5DIR, README)"
 	@[ "$$(rpm --eval '%{_rpmmacrodir}' 2>/dev/null || echo $(RPMMACRODIR))" = $(RPMMACRODIR) ] || \
 		echo "make install: note: rpm reads its macros from $$(rpm --eval '%{_rpmmacrodir}'), not $(RPMMACRODIR) (set RPMCONFIGDIR and RPMMACRODIR, README)"
+ifneq ($(KERNELHOOKDIR),)
+	for d in header_postinst.d postinst.d; do \
+		$(INSTALL) -d $(DESTDIR)$(KERNELHOOKDIR)/$$d && \
+		sed 's|@SBINDIR@|$(SBINDIR)|' scripts/kernel-header-hook >$(DESTDIR)$(KERNELHOOKDIR)/$$d/50-zero-weak-mcount && \
+		chmod 0755 $(DESTDIR)$(KERNELHOOKDIR)/$$d/50-zero-weak-mcount || exit 1; \
+	done
+endif
 
 # cargo clean honours CARGO_TARGET_DIR, and the docs live under target/.
 clean:
@@ -99,6 +110,10 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man8/install-kbuild-hook.8 \
 		$(DESTDIR)$(BASHCOMPDIR)/zero-weak-mcount $(DESTDIR)$(ZSHCOMPDIR)/_zero-weak-mcount \
 		$(DESTDIR)$(FISHCOMPDIR)/zero-weak-mcount.fish
+ifneq ($(KERNELHOOKDIR),)
+	rm -f $(DESTDIR)$(KERNELHOOKDIR)/header_postinst.d/50-zero-weak-mcount \
+		$(DESTDIR)$(KERNELHOOKDIR)/postinst.d/50-zero-weak-mcount
+endif
 	-rmdir $(DESTDIR)$(DATADIR)/zero-weak-mcount
 
 demo: build

@@ -149,17 +149,21 @@ log "package: rpmbuild -bb: $(basename "$rpmfile") in $(($(date +%s) - t0)) s"
 # Installed for real, each into its own scratch root with its own package
 # database (the host's is not touched). --force-depends: the scratch root
 # has no libc6 package; the binary runs with the host's.
+# --force-script-chrootless: the root has no shell, so the maintainer
+# scripts run outside it, with DPKG_ROOT naming it (they work inside it).
 droot=$work/deb-root
 mkdir -p "$droot/var/lib/dpkg/info" "$droot/var/lib/dpkg/updates" "$droot/var/log"
 touch "$droot/var/lib/dpkg/status" "$droot/var/lib/dpkg/available"
-dpkg --root="$droot" --force-depends -i "$deb" >"$pkgdir/dpkg-i.log" 2>&1 ||
+dpkg --root="$droot" --force-depends --force-script-chrootless -i "$deb" >"$pkgdir/dpkg-i.log" 2>&1 ||
 	{ cat "$pkgdir/dpkg-i.log" >&2; die "dpkg --root -i $(basename "$deb") failed"; }
 dpkg --root="$droot" --verify zero-weak-mcount >"$pkgdir/verify.log" 2>&1 && [ ! -s "$pkgdir/verify.log" ] ||
 	{ cat "$pkgdir/verify.log" >&2; die "dpkg --verify of the installed package is not clean"; }
 rroot=$work/rpm-root
 mkdir -p "$rroot"
 rpm --root "$rroot" --initdb || die "rpm --initdb in $rroot failed"
-rpm --root "$rroot" --nodeps -i "$rpmfile" >"$pkgdir/rpm-i.log" 2>&1 ||
+# --noscripts: rpm runs scriptlets chrooted, and the root has no shell
+# (%post would hook the root's kernel-devel trees: it has none).
+rpm --root "$rroot" --nodeps --noscripts -i "$rpmfile" >"$pkgdir/rpm-i.log" 2>&1 ||
 	{ cat "$pkgdir/rpm-i.log" >&2; die "rpm --root -i $(basename "$rpmfile") failed"; }
 rpm --root "$rroot" -V --nodeps zero-weak-mcount >"$pkgdir/rpm-V.log" 2>&1 ||
 	{ cat "$pkgdir/rpm-V.log" >&2; die "rpm -V of the installed package is not clean"; }
