@@ -137,11 +137,11 @@ run_row() {
             # In load order: kvm-amd needs ccp; kvm needs irqbypass.
             CHAIN_PATHS="virt/lib/irqbypass arch/x86/kvm/kvm drivers/crypto/ccp/ccp arch/x86/kvm/kvm-amd";;
         sid-arm64)
-            SUITE=sid DEBARCH=arm64 GARCH=aarch64 GCPU= MOD=rvu_nicpf WORKLOAD=none LIVEPATCH= CC=aarch64-linux-gnu-gcc
+            SUITE=sid DEBARCH=arm64 GARCH=aarch64 GCPU='' MOD=rvu_nicpf WORKLOAD=none LIVEPATCH='' CC=aarch64-linux-gnu-gcc
             CHAIN_PATHS="drivers/net/ethernet/marvell/octeontx2/af/rvu_mbox drivers/net/ethernet/marvell/octeontx2/nic/otx2_ptp
                          drivers/net/macsec drivers/net/ethernet/marvell/octeontx2/nic/rvu_nicpf";;
         sid-ppc64el)
-            SUITE=sid DEBARCH=ppc64el GARCH=ppc64le GCPU= MOD=kvm WORKLOAD=none LIVEPATCH= CC=powerpc64le-linux-gnu-gcc
+            SUITE=sid DEBARCH=ppc64el GARCH=ppc64le GCPU='' MOD=kvm WORKLOAD=none LIVEPATCH='' CC=powerpc64le-linux-gnu-gcc
             CHAIN_PATHS="arch/powerpc/kvm/kvm";;
     esac
     RDIR=$work/$ROW
