@@ -3,7 +3,7 @@
 # and `make install` for packagers.
 .PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e kernel-e2e-7.3 \
 	kernel-bench kernel-bench-amdgpu tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
-	kernel-selftests kernel-build-matrix kernel-debug probe-e2e check bench bench-quick fuzz
+	kernel-selftests kernel-build-matrix kernel-debug probe-e2e check bench bench-quick fuzz lint
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -118,6 +118,12 @@ endif
 
 demo: build
 	$(BIN) -v -o target/zwm_test.ko testdata/zwm_test.ko
+
+# rustfmt, clippy (pedantic, warnings as errors) and rustdoc over every
+# crate, ShellCheck over every shell file, pyflakes over every Python file
+# (scripts/lint.sh).
+lint:
+	scripts/lint.sh
 
 # The README's `cargo test`, and the tests it lists as ignored because they
 # need what a chroot or container refuses (a mount namespace): run as root

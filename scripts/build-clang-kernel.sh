@@ -28,7 +28,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROG=build-clang-kernel DIE_STATUS=2
 . "$REPO/scripts/lib.sh"
 
-arch= work=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/clang-kernel
+arch='' work=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/clang-kernel
 while [ $# -gt 0 ]; do
     case "$1" in
         --arch) arch=$2; shift 2;;

@@ -96,6 +96,7 @@ OLD_CASES="bullseye-amd64 bullseye-arm64 bookworm-arm64 bpo-arm64 s390x-empty"
 cases=$ALL_CASES
 work=${ZWM_E2E_WORK:-}
 while [ $# -gt 0 ]; do
+    # shellcheck disable=SC2086 # $cases: case names, split on purpose
     case "$1" in
         --cases) cases=${2//,/ }; shift 2;;
         --cases=*) cases=${1#--cases=}; cases=${cases//,/ }; shift;;
@@ -250,7 +251,7 @@ run_variants() {
         orc=$?
         echo "$kernel" > "$cdir/boot-orig/kernel-path"
     fi
-    if [ $orc != 0 ]; then
+    if [ "$orc" != 0 ]; then
         FAILURES+=("$case: the ORIGINAL modules do not boot cleanly (boot exit $orc, see $cdir/boot-orig/console.log)")
         return 1
     fi
@@ -377,7 +378,6 @@ case_bookworm_amd64() {
         "tool-kconfig tool-default" -- "$bdir/zwm_test.ko" "$irqb" "$kvm"
 }
 
-SID_AMD64_ROOT=
 sid_amd64_mods() {
     local root=$1 kver=$2
     find_in_root "$root" "$kver" "lib/modules/$kver/kernel/virt/lib/irqbypass.ko*" &&

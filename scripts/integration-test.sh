@@ -205,6 +205,7 @@ log "tool: $tool ($("$tool" --version))"
 
 export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work ZWM_ROOT=$droot ZWM_RPM_ROOT=$rroot ZWM_DEB=$deb
 log "KVER $kver, scratch $work"
+# shellcheck disable=SC2031 # lib.sh runs in this subshell on purpose
 hdr=$(
 	suite=setup
 	. "$here/integration/lib.sh"

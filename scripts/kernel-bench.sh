@@ -108,6 +108,7 @@ if [ $amdgpu = 1 ]; then
     unpack_tree "$src" 1
     amd=$(grep -E '^CONFIG_(DRM_AMD|HSA_AMD)' "$(dirname "$TARBALL")"/../lib/modules/*/config |
         sed -E 's/^CONFIG_([A-Z0-9_]+)=y$/--enable \1/; s/^CONFIG_([A-Z0-9_]+)=m$/--module \1/')
+    # shellcheck disable=SC2086,SC2116 # echo joins the options, one a line, into one line
     ZWM_KCONFIG_EXTRA="--module DRM $(echo $amd)" "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new"
     install_config "$obj.config-new" "$obj"
     grep -qx 'CONFIG_DRM_AMDGPU=m' "$obj/.config" || die "the amdgpu config has no CONFIG_DRM_AMDGPU=m"

@@ -50,7 +50,7 @@ riscv64           riscv   riscv64-linux-gnu-      defconfig          -e,NONPORTA
 s390              s390    s390x-linux-gnu-        defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_REGS
 "
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
-work=$cache/kernel-build-matrix rows= sides="stock series"
+work=$cache/kernel-build-matrix rows='' sides="stock series"
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) rows=$2; shift 2;;
@@ -78,8 +78,8 @@ mapfile -t objects < <(sed -n 's|^--- a/\(.*\)\.c$|\1.o|p' "${PATCHES[@]}" | gre
 # build ROW SIDE: configure, prepare and build into WORK/ROW-SIDE; writes
 # WORK/ROW-SIDE.warnings (one normalised warning a line) and .facts.
 build() {
-    local row=$1 side=$2 name karch cross base changes full facts src obj mk o
-    read -r name karch cross base changes full facts <<<"$(awk -v n="$row" '$1 == n' <<<"$ROWS")"
+    local row=$1 side=$2 _ karch cross base changes full facts src obj mk o
+    read -r _ karch cross base changes full facts <<<"$(awk -v n="$row" '$1 == n' <<<"$ROWS")"
     [ "$cross" != - ] || cross=
     # Source trees of its own: kernel-e2e patches its series tree for a while.
     src=$work/src-$side obj=$work/$row-$side
@@ -116,6 +116,7 @@ build() {
     for o in ${facts//,/ }; do
         echo "CONFIG_$o=$(sed -n "s/^CONFIG_$o=//p" "$obj/.config")" >> "$obj.facts"
     done
+    # shellcheck disable=SC2005 # one line even if gcc prints nothing
     echo "$("${cross}gcc" --version | head -n 1)" >> "$obj.facts"
     log "$row/$side: prepare"
     locked "${mk[@]}" -j"$jobs" prepare >"$obj.prepare.log" 2>&1 ||

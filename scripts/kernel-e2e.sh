@@ -65,7 +65,7 @@ ROWS="
 x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
 ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  series        arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
 "
-arch=x86_64 release=7.2 quick=0 build_only=0 rounds= loads= work=
+arch=x86_64 release=7.2 quick=0 build_only=0 rounds='' loads='' work=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --arch) arch=$2; shift 2;;

@@ -73,6 +73,7 @@ while [ $# -gt 0 ]; do
 done
 work=$(work_dir "$work" "") || die "cannot make $work"
 if [ $report_only = 1 ]; then
+    # shellcheck disable=SC2046 # $forms: form names, a path each, without spaces
     exec python3 "$HERE/report.py" "$work/report.md" $(for f in $forms; do echo "$work/boots/$f"; done)
 fi
 missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.a libc6-dev" "depmod kmod" \
@@ -110,7 +111,7 @@ form_tree() {
     [ "$k" = series ] || t=$work/tree-$k-$form
     rm -rf "$t"; cp -a "$work/stage-$k" "$t"
     mkdir -p "$t/selftests/livepatch/test_modules"
-    cp "$work"/klp-$k/*.ko "$t/selftests/livepatch/test_modules/"
+    cp "$work/klp-$k"/*.ko "$t/selftests/livepatch/test_modules/"
     while read -r ko; do
         rel=${ko#"$t/lib/modules/$kver/kernel/"}
         case "$ko" in */test_modules/*) u=$ko.unchecked; cp "$ko" "$u";;
@@ -198,6 +199,7 @@ boot() { # FORM
     case "$f" in stock*) k=stock;; esac
     rm -rf "$out"; mkdir -p "$out"
     echo "$k" > "$out/kernel"; echo "$f" > "$out/form"
+    # shellcheck disable=SC2086 # echo joins the test names into one line
     printf 'SUITES="%s"\nPRELOAD=kvm\nFTRACE_TESTS="%s"\n' "$suites" \
         "$(case " $subset_forms " in *" $f "*) echo $MODULE_TESTS;; esac)" > "$out/selftests.conf"
     log "booting the $k kernel with the $f modules ($suites)"

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
 # scripts/lib.sh: helpers shared by the top-level scripts (sourced, bash).
 # (The kernel-series helpers are described at their definitions below.)
 #
@@ -24,6 +25,7 @@
 #                           TOOL=$(find_tool "$x") || exit 1.
 
 # The guest runner (scripts/guest/run.sh and its payloads).
+# shellcheck disable=SC2034 # for the scripts that source this file
 GUEST=$REPO/scripts/guest
 
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }

@@ -152,11 +152,14 @@ run_row() {
     kdir=$root/lib/modules/$kver
     [ -d "$kdir" ] || kdir=$root/usr/lib/modules/$kver
     KERNEL=$kdir/vmlinuz
+    # shellcheck disable=SC2012 # Debian's file names: the first match is all that is wanted
     [ -f "$KERNEL" ] || KERNEL=$(ls "$root"/boot/vmlinu* 2>/dev/null | head -n1)
     KCONFIG=$kdir/config
+    # shellcheck disable=SC2012 # Debian's file names: the first match is all that is wanted
     [ -f "$KCONFIG" ] || KCONFIG=$(ls "$root"/boot/config-* | head -n1)
     CHAIN=""
     for p in $CHAIN_PATHS; do
+        # shellcheck disable=SC2012 # Debian's file names: the first match is all that is wanted
         m=$(ls "$kdir/kernel/$p".ko* | head -n1)
         local name
         name=$("${E2EPY[@]}" modname "$m") || return 1

@@ -155,7 +155,7 @@ pub struct LookupSymbol {
     pub name: u32,
     /// `st_size` of a function symbol (`STT_FUNC`); 0 for any other symbol,
     /// and for a function whose extent the compiler did not record. Only the
-    /// containment rule ([`crate::arch::Check::Contains`]) reads it.
+    /// containment rule ([`crate::rule::Check::Contains`]) reads it.
     pub size: u64,
 }
 

@@ -5,7 +5,7 @@
 //!
 //! The pieces, in the order a module goes through them:
 //! - [`walk`]: the module files of a tree, and the worker threads;
-//! - [`file`]: one file on disk: read or mapped, locked, written back;
+//! - [`mod@file`]: one file on disk: read or mapped, locked, written back;
 //! - [`compress`]: `.ko.xz`/`.ko.zst`/`.ko.gz`, unpacked and packed again;
 //! - [`signature`]: an appended module signature, refused unless dropped;
 //! - [`elf`]: the ELF view of the module, validated, as plain data;

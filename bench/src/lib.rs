@@ -7,6 +7,7 @@
 //! library's own `decide::all`. `naive_*` replace
 //! only the search: for each entry, a scan of the whole symbol table as the
 //! kernel's `find_kallsyms_symbol()` does (kernel/module/kallsyms.c, 7.2).
+#![allow(clippy::missing_errors_doc, reason = "a benchmark, no API: each binary prints the error and stops")]
 
 use std::fs::File;
 use std::path::Path;
@@ -92,6 +93,7 @@ pub struct Phases {
 }
 
 impl Phases {
+    #[must_use]
     pub fn total(&self) -> Duration {
         self.parse + self.extract + self.sort + self.layout + self.decide + self.plan
     }
@@ -152,7 +154,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
 pub fn symtab_len(_image: &[u8], info: &ElfInfo, x: &Extracted<'_>) -> Res<usize> {
     let rs = &info.sections[x.callsite.reloc_section];
     let st = &info.sections[rs.link as usize];
-    Ok((st.size / st.entsize.max(1)) as usize)
+    Ok(usize::try_from(st.size / st.entsize.max(1))?)
 }
 
 /// The outcome of a naive pass.
@@ -250,11 +252,13 @@ fn naive_generic<Elf: FileHeader<Endian = Endianness>>(
     Ok(Naive { done, zero, elapsed: start.elapsed() })
 }
 
+#[must_use]
 pub fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     if v.is_empty() { Duration::ZERO } else { v[v.len() / 2] }
 }
 
+#[must_use]
 pub fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{signed, standard};
-use object::{elf, Architecture, Endianness};
+use object::{Architecture, Endianness, elf};
 
 fn main() {
     let dirs: Vec<String> = std::env::args().skip(1).collect();
@@ -19,14 +19,37 @@ fn main() {
     let seeds = [
         ("x86_64", f(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4)),
         ("i386", f(Architecture::I386, Endianness::Little, 0, "__mcount_loc", elf::R_386_32, 0, 0)),
-        ("ppc64le", f(Architecture::PowerPc64, Endianness::Little, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16)),
-        ("ppc64be", f(Architecture::PowerPc64, Endianness::Big, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16)),
+        (
+            "ppc64le",
+            f(
+                Architecture::PowerPc64,
+                Endianness::Little,
+                2,
+                "__patchable_function_entries",
+                elf::R_PPC64_ADDR64,
+                0,
+                16,
+            ),
+        ),
+        (
+            "ppc64be",
+            f(Architecture::PowerPc64, Endianness::Big, 2, "__patchable_function_entries", elf::R_PPC64_ADDR64, 0, 16),
+        ),
         ("ppc64-elfv1", f(Architecture::PowerPc64, Endianness::Big, 1, "__mcount_loc", elf::R_PPC64_ADDR64, 0, 16)),
-        ("ppc32-pfe", f(Architecture::PowerPc, Endianness::Big, 0, "__patchable_function_entries", elf::R_PPC_ADDR32, 8, 16)),
+        (
+            "ppc32-pfe",
+            f(Architecture::PowerPc, Endianness::Big, 0, "__patchable_function_entries", elf::R_PPC_ADDR32, 8, 16),
+        ),
         ("ppc32-pg", f(Architecture::PowerPc, Endianness::Big, 0, "__mcount_loc", elf::R_PPC_ADDR32, 0, 8)),
-        ("aarch64", f(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4)),
+        (
+            "aarch64",
+            f(Architecture::Aarch64, Endianness::Little, 0, "__patchable_function_entries", elf::R_AARCH64_ABS64, 0, 4),
+        ),
         ("aarch64-drop", common::arm64_adjust_first()),
-        ("x86_64-signed", signed(&f(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4))),
+        (
+            "x86_64-signed",
+            signed(&f(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4)),
+        ),
         ("zwm_test.ko", real.clone()),
         ("zwm_test.ko-signed", signed(&real)),
     ];

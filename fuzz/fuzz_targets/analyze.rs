@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Parse and plan: `analyze` on arbitrary bytes must return, never panic,
 //! under every signature policy and with a config that selects the
-//! ppc64 `+8` adjust and the x86_64 no-IBT rule.
+//! ppc64 `+8` adjust and the `x86_64` no-IBT rule.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{analyze, Options, SignedPolicy};
+use zero_weak_mcount::process::{Options, SignedPolicy, analyze};
 
 fuzz_target!(|data: &[u8]| {
     for opts in options() {

@@ -5,11 +5,12 @@
 //! the values of the table's own symbols (which a drop moves) changed
 //! (a dropped signature may shorten the file).
 #![no_main]
+#![allow(clippy::cast_possible_truncation, reason = "lengths and indices of in-memory inputs, as in tests/")]
 
 use libfuzzer_sys::fuzz_target;
 use zero_weak_mcount::elf::parse_info;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{analyze, Options, SignedPolicy};
+use zero_weak_mcount::process::{Options, SignedPolicy, analyze};
 use zero_weak_mcount::signature;
 
 #[path = "../../tests/common/ranges.rs"]

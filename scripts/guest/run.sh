@@ -52,7 +52,7 @@ if [ "${1:-}" = --image ]; then
     arch_row "$2"; echo "$A_IMAGE"; exit 0
 fi
 
-arch= kernel= busybox= out= timeout= mem= smp=1 append= tcg_thread= cpu=
+arch='' kernel='' busybox='' out='' timeout='' mem='' smp=1 append='' tcg_thread='' cpu=''
 mods=() payloads=() adds=() trees=()
 while [ $# -gt 0 ]; do
     case "$1" in

@@ -54,6 +54,7 @@ v=1.0
 mkpkg "$v" "$(dirname "${BASH_SOURCE[0]}")/dkms.conf.in"
 dk add1 add "$v" || { show "$W/add1.log"; fail "dkms add failed"; }
 added+=("$v")
+# shellcheck disable=SC2002 # a missing make.log shows nothing, quietly
 dk build1 build "$v" -k "$ZWM_KVER" --kernelsourcedir "$ZWM_HDR" || { show "$W/build1.log"; cat "$W/tree/zwm-test/$v/build/make.log" 2>/dev/null | show /dev/stdin; fail "dkms build failed"; }
 show "$W/build1.log" "dkms build: "
 grep -q 'Signing module' "$W/build1.log" || fail "dkms did not sign the module (no 'Signing module' line)"

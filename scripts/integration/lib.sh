@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
 # Shared helpers for the integration tests (sourced, bash).
 #
 # Environment set by scripts/integration-test.sh (each test script can also be
@@ -106,6 +107,7 @@ expect_processed() {
 	tmp=$(mktemp "$ZWM_WORK/elf.XXXXXX.ko")
 	what=$(elf_copy "$f" "$tmp")
 	counts=$(mcount_counts "$tmp")
+	# shellcheck disable=SC2086 # the two counts, split on purpose
 	set -- $counts
 	"$ZWM_TOOL" --check "$tmp" 2>"$tmp.check" || rc=$?
 	if [ "$rc" != 0 ]; then
@@ -124,6 +126,7 @@ expect_unprocessed() {
 	tmp=$(mktemp "$ZWM_WORK/elf.XXXXXX.ko")
 	what=$(elf_copy "$f" "$tmp")
 	counts=$(mcount_counts "$tmp")
+	# shellcheck disable=SC2086 # the two counts, split on purpose
 	set -- $counts
 	"$ZWM_TOOL" --check "$tmp" 2>/dev/null || rc=$?
 	[ "$rc" = 1 ] || fail "$label: expected an unprocessed module ('--check' exit 1), got exit $rc"

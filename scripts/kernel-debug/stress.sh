@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
 # Payload (scripts/guest/init sources it) for scripts/kernel-debug.sh: load
 # and unload modules over and over on a debug kernel, while a second
 # process turns the function tracer on and off and reads
@@ -18,9 +19,9 @@ rm -f /tmp/stress-stop /tmp/stress-toggles
 (
     n=0
     while [ ! -e /tmp/stress-stop ]; do
-        echo function > $T/current_tracer
-        cat $T/available_filter_functions > /dev/null
-        echo nop > $T/current_tracer
+        echo function > "$T/current_tracer"
+        cat "$T/available_filter_functions" > /dev/null
+        echo nop > "$T/current_tracer"
         n=$((n + 1))
     done
     echo $n > /tmp/stress-toggles
@@ -31,18 +32,19 @@ loads=0 failed=0 r=1
 while [ $r -le "$rounds" ]; do
     echo "@@ZWM ROUND $r $(cut -d' ' -f1 /proc/uptime) $(dmesg | grep -c -e WARNING: -e BUG: -e Oops -e 'Call Trace' -e 'ftrace bug')"
     while read -r c mod; do
-        insmod /stress/$c.ko || failed=$((failed + 1))
-        rmmod $mod || failed=$((failed + 1))
+        insmod "/stress/$c.ko" || failed=$((failed + 1))
+        rmmod "$mod" || failed=$((failed + 1))
         loads=$((loads + 1))
     done < /stress/cases
     if [ $((r % 4)) = 0 ]; then
+        # shellcheck disable=SC2086 # "CASE MODNAME" twice: four words
         set -- $first $last
-        insmod /stress/$1.ko & a=$!
-        insmod /stress/$3.ko & b=$!
+        insmod "/stress/$1.ko" & a=$!
+        insmod "/stress/$3.ko" & b=$!
         wait $a || failed=$((failed + 1))
         wait $b || failed=$((failed + 1))
-        rmmod $2 || failed=$((failed + 1))
-        rmmod $4 || failed=$((failed + 1))
+        rmmod "$2" || failed=$((failed + 1))
+        rmmod "$4" || failed=$((failed + 1))
         loads=$((loads + 2))
     fi
     r=$((r + 1))

@@ -299,7 +299,6 @@ def row(stock_p, proc_p, tool_p, out):
              "processed fprobe | processed fentry"]
     pred, seen_f, seen_b, risk = set(), set(), set(), set()
     pr_bad_f, pr_bad_b = set(), set()
-    cols = ("fprobe", "fentry")
     for a, b in zip(s["functions"], p["functions"]):
         f = a["function"]
         if "error" in a or "error" in b:

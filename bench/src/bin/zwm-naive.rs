@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use zwm_bench::*;
+use zwm_bench::{Res, image, map, naive_decide, tool_extract, tool_parse, tool_plan};
 
 fn one(path: &Path) -> Res<bool> {
     let map = map(path)?;

@@ -4,7 +4,7 @@
 //! kernel-style search on the same parsed data.
 //!
 //! usage: zwm-phases [--reps N] [--naive-budget SECS] [--no-naive] FILE...
-//!        zwm-phases --walk DIR    time the tree walk alone (walk::modules),
+//!        zwm-phases --walk DIR    time the tree walk alone (`walk::modules`),
 //!                                 the serial part of tree mode
 //!
 //! Prints one tab-separated row per file: counts, then the median over N
@@ -16,7 +16,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use zwm_bench::*;
+use zwm_bench::{Phases, Res, image, map, median, naive_decide, tool_extract, tool_parse, tool_pass, us};
 
 fn main() -> Res<()> {
     let mut reps = 5usize;
@@ -83,7 +83,9 @@ fn main() -> Res<()> {
             nd = us(n.elapsed);
             if n.done < shape.entries {
                 extrap = 1;
-                nd *= shape.entries as f64 / n.done.max(1) as f64;
+                #[allow(clippy::cast_precision_loss, reason = "entry counts, far below 2^52")]
+                let scale = shape.entries as f64 / n.done.max(1) as f64;
+                nd *= scale;
             }
             // Compare on the entries naive decided, leaving out the tool's doubts.
             let tool_zero: std::collections::HashSet<usize> = zero.iter().copied().collect();

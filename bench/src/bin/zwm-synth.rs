@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Write a synthetic x86_64 kernel module with N functions and N
-//! `__mcount_loc` entries, with object::write.
+//! Write a synthetic `x86_64` kernel module with N functions and N
+//! `__mcount_loc` entries, with `object::write`.
 //!
 //! usage: zwm-synth N OUT.ko
 //!
-//! `.text` holds N 16-byte slots. Slot i has a local STT_FUNC symbol `f<i>`
+//! `.text` holds N 16-byte slots. Slot i has a local `STT_FUNC` symbol `f<i>`
 //! except every tenth slot (i % 10 == 9): that is an overridden weak body
 //! with no symbol, whose entry lies 16 bytes past the previous symbol and
 //! is zeroed. Every entry is an `R_X86_64_64` relocation against the
 //! `.text` section symbol with addend 16*i (+4 for every other slot, the
-//! position after `endbr64`). `__mcount_loc` is SHF_ALLOC; `.modinfo`
+//! position after `endbr64`). `__mcount_loc` is `SHF_ALLOC`; `.modinfo`
 //! holds `vermagic=7.2.0 SMP mod_unload`.
 
 use object::write::{Object, Relocation, StandardSection, Symbol, SymbolSection};
@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // endbr64; call __fentry__ (as nops); ret; int3 padding: 16 bytes.
     let slot: [u8; 16] =
         [0xf3, 0x0f, 0x1e, 0xfa, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc];
-    let mut code = Vec::with_capacity((n * 16) as usize);
+    let mut code = Vec::with_capacity(usize::try_from(n * 16)?);
     for _ in 0..n {
         code.extend_from_slice(&slot);
     }
@@ -54,14 +54,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mcount = obj.add_section(Vec::new(), b"__mcount_loc".to_vec(), SectionKind::ReadOnlyData);
     obj.section_mut(mcount).flags = SectionFlags::Elf { sh_flags: u64::from(elf::SHF_ALLOC) };
-    obj.append_section_data(mcount, &vec![0u8; (n * 8) as usize], 8);
+    obj.append_section_data(mcount, &vec![0u8; usize::try_from(n * 8)?], 8);
     for i in 0..n {
         obj.add_relocation(
             mcount,
             Relocation {
                 offset: i * 8,
                 symbol: text_sym,
-                addend: (i * 16 + if i % 2 == 1 { 4 } else { 0 }) as i64,
+                addend: i64::try_from(i * 16 + if i % 2 == 1 { 4 } else { 0 })?,
                 flags: RelocationFlags::Elf { r_type: elf::R_X86_64_64 },
             },
         )?;

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
 # Payload (scripts/guest/init sources it): what ftrace made of the modules
 # that /init loaded, for scripts/e2e.sh.  Prints, between @@ZWM markers:
 #   - each module's lines of available_filter_functions_addrs (ip, name,
@@ -12,11 +13,12 @@
 # Each read of these files walks every record of the kernel, which takes
 # seconds under TCG: read each once.
 echo "@@ZWM TIME loaded $(cut -d' ' -f1 /proc/uptime)"
-cat $T/available_filter_functions_addrs > /tmp/affa 2>/dev/null
-[ -s /tmp/affa ] || cat $T/available_filter_functions > /tmp/aff
+cat "$T/available_filter_functions_addrs" > /tmp/affa 2>/dev/null
+[ -s /tmp/affa ] || cat "$T/available_filter_functions" > /tmp/aff
 echo "@@ZWM TIME listed $(cut -d' ' -f1 /proc/uptime)"
 # Where the kernel lists the ips (6.5 on), those lines carry the names too:
 # print only them, for slow consoles (s390x's SCLP under a loaded host).
+# shellcheck disable=SC2013 # module names, one a line: words
 for m in $(cat /modules/order); do
     if [ -s /tmp/affa ]; then
         echo "@@ZWM ADDRS-BEGIN $m"
@@ -28,30 +30,33 @@ for m in $(cat /modules/order); do
         echo "@@ZWM AFF-END $m"
     fi
     echo "@@ZWM SECTIONS-BEGIN $m"
-    for s in /sys/module/$m/sections/.* /sys/module/$m/sections/*; do
+    for s in /sys/module/"$m"/sections/.* /sys/module/"$m"/sections/*; do
         [ -f "$s" ] && echo "${s##*/} $(cat "$s")"
     done
     echo "@@ZWM SECTIONS-END $m"
 done
 # One smoke test for all loaded modules: every pass over the records (the
 # filter, the tracer switch) takes seconds under TCG.
-echo > $T/set_ftrace_filter
+echo > "$T/set_ftrace_filter"
 werr=""
 for m in $LOADED; do
-    echo ":mod:$m" >> $T/set_ftrace_filter || werr="$werr $m"
+    echo ":mod:$m" >> "$T/set_ftrace_filter" || werr="$werr $m"
 done
-if [ -n "$LOADED" ] && echo function > $T/current_tracer; then
-    cur=$(cat $T/current_tracer)
-    cp $T/enabled_functions /tmp/enabled
+if [ -n "$LOADED" ] && echo function > "$T/current_tracer"; then
+    cur=$(cat "$T/current_tracer")
+    cp "$T/enabled_functions" /tmp/enabled
     sleep 1
-    echo nop > $T/current_tracer; rc1=$?
+    echo nop > "$T/current_tracer"
+    # shellcheck disable=SC2320 # the status of that write is what is tested
+    rc1=$?
 else
     cur=none rc1=1
     cp /dev/null /tmp/enabled
 fi
-cur2=$(cat $T/current_tracer)
-cp $T/set_ftrace_filter /tmp/filtered
-echo > $T/set_ftrace_filter
+cur2=$(cat "$T/current_tracer")
+cp "$T/set_ftrace_filter" /tmp/filtered
+echo > "$T/set_ftrace_filter"
+# shellcheck disable=SC2013 # module names, one a line: words
 for m in $(cat /modules/order); do
     case " $LOADED " in *" $m "*) ;; *) continue;; esac
     n=$(grep -c " \[$m\]\$" /tmp/filtered)
@@ -65,6 +70,6 @@ for m in $(cat /modules/order); do
 done
 echo "@@ZWM TIME smoked $(cut -d' ' -f1 /proc/uptime)"
 for m in $LOADED; do
-    rmmod $m
+    rmmod "$m"
     echo "@@ZWM RMMOD $m rc=$?"
 done

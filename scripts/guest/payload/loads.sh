@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
 # Payload (scripts/guest/init sources it): timed loads, for
 # scripts/kernel-e2e.sh and scripts/kernel-bench.sh.
 #
@@ -20,23 +21,23 @@ while [ $i -le "$most" ]; do
     while read -r c mod loads listing; do
         [ "$i" -le "$loads" ] || continue
         echo "zwm-load $c $i start" > /dev/kmsg
-        insmod /cases.d/$c.ko
+        insmod "/cases.d/$c.ko"
         rc=$?
         echo "zwm-load $c $i end" > /dev/kmsg
         echo "@@ZWM INSMOD $c $i rc=$rc"
         if [ $i = 1 ] && [ $rc = 0 ] && [ "$listing" = full ]; then
             echo "@@ZWM AFF-BEGIN $c"
-            grep " \[$mod\]\$" $T/available_filter_functions
+            grep " \[$mod\]\$" "$T/available_filter_functions"
             echo "@@ZWM AFF-END $c"
-            echo ":mod:$mod" > $T/set_ftrace_filter
-            n=$(grep -c . $T/set_ftrace_filter)
-            echo function > $T/current_tracer
-            e=$(grep -c " \[$mod\]" $T/enabled_functions)
-            echo nop > $T/current_tracer
-            echo > $T/set_ftrace_filter
+            echo ":mod:$mod" > "$T/set_ftrace_filter"
+            n=$(grep -c . "$T/set_ftrace_filter")
+            echo function > "$T/current_tracer"
+            e=$(grep -c " \[$mod\]" "$T/enabled_functions")
+            echo nop > "$T/current_tracer"
+            echo > "$T/set_ftrace_filter"
             echo "@@ZWM SMOKE $c filtered=$n enabled=$e"
         elif [ $i = 1 ] && [ $rc = 0 ]; then
-            grep " \[$mod\]\$" $T/available_filter_functions > /tmp/aff
+            grep " \[$mod\]\$" "$T/available_filter_functions" > /tmp/aff
             n=$(wc -l < /tmp/aff)
             bad=$(grep -c __ftrace_invalid_address___ /tmp/aff)
             h=$(grep -v __ftrace_invalid_address___ /tmp/aff | sort | md5sum | cut -d' ' -f1)

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
 # Payload (scripts/guest/init sources it) of scripts/probe-e2e.sh: does a
 # probe on a function reach that function?  /probe/module names the module,
 # /probe/functions the functions to probe (those that precede a dead weak
@@ -16,17 +17,17 @@
 #   LIVEPATCH /probe/livepatch.ko, if there (see scripts/probe/livepatch.c).
 # Each read of enabled_functions walks every record (seconds under TCG).
 P=/probe
-M=$(cat $P/module)
-FUNCS=$(cat $P/functions)
-WORK="$P/$(cat $P/workload 2>/dev/null || echo kvmdrive)"
+M=$(cat "$P/module")
+FUNCS=$(cat "$P/functions")
+WORK="$P/$(cat "$P/workload" 2>/dev/null || echo kvmdrive)"
 echo "@@ZWM RECORDS-BEGIN $M"
-grep " \[$M\]\$" $T/available_filter_functions_addrs
+grep " \[$M\]\$" "$T/available_filter_functions_addrs"
 echo "@@ZWM RECORDS-END"
 echo "@@ZWM KALLSYMS-BEGIN $M"
 grep "\[$M\]$" /proc/kallsyms
 echo "@@ZWM KALLSYMS-END"
 echo "@@ZWM SECTIONS-BEGIN $M"
-for s in /sys/module/$M/sections/.*text*; do
+for s in /sys/module/"$M"/sections/.*text*; do
     [ -f "$s" ] && echo "${s##*/} $(cat "$s")"
 done
 echo "@@ZWM SECTIONS-END"
@@ -35,8 +36,8 @@ echo "@@ZWM SECTIONS-END"
 # after one of them (an arch without the kernel's weak check names a dead
 # record after the function before it) or invalid (one with it).
 SITES=""
-if [ -x $P/kpeek ]; then
-    SITES=$(grep " \[$M\]\$" $T/available_filter_functions_addrs |
+if [ -x "$P/kpeek" ]; then
+    SITES=$(grep " \[$M\]\$" "$T/available_filter_functions_addrs" |
         awk -v fs="$FUNCS" 'BEGIN {n = split(fs, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1}
             ($2 in w) || ($2 ~ /^__ftrace_invalid_address__/) {print $1}' | tr '\n' ' ')
 fi
@@ -44,7 +45,8 @@ fi
 peek() {
     [ -n "$SITES" ] || return 0
     echo "@@ZWM KPEEK-BEGIN $1"
-    $P/kpeek $SITES
+    # shellcheck disable=SC2086 # $SITES: the addresses, split on purpose
+    "$P/kpeek" $SITES
     echo "@@ZWM KPEEK-END"
 }
 peek baseline
@@ -65,70 +67,77 @@ count_hits() {
 }
 
 # --- control: the function tracer, filtered by name ---------------------------
-echo 0 > $T/tracing_on
-echo > $T/trace
-echo > $T/set_ftrace_filter
+echo 0 > "$T/tracing_on"
+echo > "$T/trace"
+echo > "$T/set_ftrace_filter"
 rcs=""
 for f in $FUNCS; do
-    echo "$f" >> $T/set_ftrace_filter; rcs="$rcs $f=$?"
+    echo "$f" >> "$T/set_ftrace_filter"
+    # shellcheck disable=SC2320 # the status of that write is the result
+    rcs="$rcs $f=$?"
 done
 echo "@@ZWM CONTROL-FILTER$rcs"
-echo function > $T/current_tracer
-echo 1 > $T/tracing_on
+echo function > "$T/current_tracer"
+echo 1 > "$T/tracing_on"
 echo "@@ZWM ENABLED-BEGIN control"
-grep " \[$M\]" $T/enabled_functions
+grep " \[$M\]" "$T/enabled_functions"
 echo "@@ZWM ENABLED-END"
 peek control
 echo "@@ZWM WORKLOAD control $($WORK 2>&1 | tail -n 1)"
 sleep 1
-echo 0 > $T/tracing_on
+echo 0 > "$T/tracing_on"
 # Before the switch to nop, which empties the buffer.
-cat $T/trace > /tmp/trace-control
-echo nop > $T/current_tracer
-echo > $T/set_ftrace_filter
+cat "$T/trace" > /tmp/trace-control
+echo nop > "$T/current_tracer"
+echo > "$T/set_ftrace_filter"
 echo "@@ZWM HITS-BEGIN control"
 count_hits /tmp/trace-control function
 echo "@@ZWM HITS-END"
 
 # --- fprobe events -------------------------------------------------------------
-echo > $T/trace
+echo > "$T/trace"
 defs="" ens=""
 for f in $FUNCS; do
-    echo "f:zwm/$(ev "$f") $f" >> $T/dynamic_events; defs="$defs $f=$?"
+    echo "f:zwm/$(ev "$f") $f" >> "$T/dynamic_events"
+    # shellcheck disable=SC2320 # the status of that write is the result
+    defs="$defs $f=$?"
 done
 for f in $FUNCS; do
-    echo 1 > $T/events/zwm/$(ev "$f")/enable; ens="$ens $f=$?"
+    echo 1 > "$T/events/zwm/$(ev "$f")/enable"
+    # shellcheck disable=SC2320 # the status of that write is the result
+    ens="$ens $f=$?"
 done
 echo "@@ZWM FPROBE-DEFINE$defs"
 echo "@@ZWM FPROBE-ENABLE$ens"
-echo 1 > $T/tracing_on
+echo 1 > "$T/tracing_on"
 echo "@@ZWM ENABLED-BEGIN fprobe"
-grep " \[$M\]" $T/enabled_functions
+grep " \[$M\]" "$T/enabled_functions"
 echo "@@ZWM ENABLED-END"
 peek fprobe
 echo "@@ZWM WORKLOAD fprobe $($WORK 2>&1 | tail -n 1)"
 sleep 1
-echo 0 > $T/tracing_on
-cat $T/trace > /tmp/trace-fprobe
+echo 0 > "$T/tracing_on"
+cat "$T/trace" > /tmp/trace-fprobe
 echo "@@ZWM HITS-BEGIN fprobe"
 count_hits /tmp/trace-fprobe fprobe
 echo "@@ZWM HITS-END"
-for f in $FUNCS; do echo 0 > $T/events/zwm/$(ev "$f")/enable; done
-for f in $FUNCS; do echo "-:zwm/$(ev "$f")" >> $T/dynamic_events; done
-echo > $T/trace
+for f in $FUNCS; do echo 0 > "$T/events/zwm/$(ev "$f")/enable"; done
+for f in $FUNCS; do echo "-:zwm/$(ev "$f")" >> "$T/dynamic_events"; done
+echo > "$T/trace"
 
 # --- BPF fentry ------------------------------------------------------------------
-if [ -x $P/fentry ]; then
+if [ -x "$P/fentry" ]; then
     # What runs while every program is attached: a snapshot of
     # enabled_functions and the workload (printed after, in blocks of their own).
     cat > /tmp/fentry-run <<EOT
-grep " \[$M\]" $T/enabled_functions > /tmp/enabled-fentry
+grep " \[$M\]" "$T/enabled_functions" > /tmp/enabled-fentry
 $([ -n "$SITES" ] && echo "{ echo '@@ZWM KPEEK-BEGIN fentry'; $P/kpeek $SITES; echo '@@ZWM KPEEK-END'; } > /tmp/kpeek-fentry")
 $WORK 2>&1 | tail -n 1 > /tmp/workload-fentry
 sleep 1
 EOT
     : > /tmp/kpeek-fentry
-    $P/fentry $M "sh /tmp/fentry-run" $FUNCS > /tmp/fentry-out 2>&1
+    # shellcheck disable=SC2086 # $FUNCS: the function names, split on purpose
+    "$P/fentry" "$M" "sh /tmp/fentry-run" $FUNCS > /tmp/fentry-out 2>&1
     echo "@@ZWM ENABLED-BEGIN fentry"
     cat /tmp/enabled-fentry
     echo "@@ZWM ENABLED-END"
@@ -140,17 +149,17 @@ EOT
 fi
 
 # --- livepatch -------------------------------------------------------------------
-if [ -f $P/livepatch.ko ]; then
-    lf=$(cat $P/livepatch-function)
+if [ -f "$P/livepatch.ko" ]; then
+    lf=$(cat "$P/livepatch-function")
     addr=$(awk -v f="$lf" -v m="[$M]" '$3 == f && $4 == m {print $1; exit}' /proc/kallsyms)
-    insmod $P/livepatch.ko target=0x$addr
+    insmod "$P/livepatch.ko" "target=0x$addr"
     echo "@@ZWM LIVEPATCH-INSMOD $lf rc=$? addr=$addr"
     lp=/sys/kernel/livepatch/zwm_probe_livepatch
     i=0
     while [ "$(cat $lp/transition 2>/dev/null)" = 1 ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
     echo "@@ZWM LIVEPATCH-STATE enabled=$(cat $lp/enabled 2>/dev/null) transition=$(cat $lp/transition 2>/dev/null)"
     echo "@@ZWM ENABLED-BEGIN livepatch"
-    grep " \[$M\]" $T/enabled_functions
+    grep " \[$M\]" "$T/enabled_functions"
     echo "@@ZWM ENABLED-END"
     peek livepatch
     echo "@@ZWM WORKLOAD livepatch $($WORK 2>&1 | tail -n 1)"

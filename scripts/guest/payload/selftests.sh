@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
 # Payload (scripts/guest/init sources it): the kernel's own ftrace and
 # livepatch selftests, and probes on module functions, for
 # scripts/kernel-selftests.sh.  /selftests.conf names the suites to run
@@ -16,6 +17,7 @@
 #              and the function_graph tracer on trace-events-sample's
 #              do_simple_thread_func (its kthread calls it every second):
 #              "@@ZWM PROBE FORM KIND hits=N"
+# shellcheck source=/dev/null # written by scripts/kernel-selftests.sh
 . /selftests.conf
 # The livepatch tests need debugfs (dynamic debug, kprobes) and a build
 # folder to exist; the console gets only emergencies, so that no kernel
@@ -29,10 +31,10 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 ip link set lo up 2>/dev/null
 [ -f /etc/passwd ] || printf 'root:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n' > /etc/passwd
 [ -f /etc/group ] || printf 'root:x:0:\nnogroup:x:65534:\n' > /etc/group
-mkdir -p /lib/modules/$(uname -r)/build
+mkdir -p "/lib/modules/$(uname -r)/build"
 echo 1 > /proc/sys/kernel/printk
 case " $SUITES " in *" preload "*)
-    modprobe $PRELOAD; echo "@@ZWM PRELOAD $PRELOAD rc=$?";;
+    modprobe "$PRELOAD"; echo "@@ZWM PRELOAD $PRELOAD rc=$?";;
 esac
 case " $SUITES " in *" ftrace "*)
     # The trace remote tests require remotes/test before their own setup
@@ -57,7 +59,7 @@ case " $SUITES " in *" livepatch "*)
     for t in /selftests/livepatch/test-*.sh; do
         n=${t##*/}
         echo "@@ZWM LIVEPATCH-BEGIN $n"
-        (cd /selftests/livepatch && /bin/bash ./$n 2>&1)
+        (cd /selftests/livepatch && /bin/bash "./$n" 2>&1)
         rc=$?
         echo "@@ZWM LIVEPATCH-END $n"
         echo "@@ZWM LIVEPATCH-RC $n rc=$rc"
@@ -65,45 +67,45 @@ case " $SUITES " in *" livepatch "*)
     echo "@@ZWM TIME livepatch $(cut -d' ' -f1 /proc/uptime)";;
 esac
 probe() { # FORM KIND: enable what the caller set up, count its hits
-    echo > $T/trace
+    echo > "$T/trace"
     sleep 3
-    echo "@@ZWM PROBE $1 $2 hits=$(grep -c "$fn" $T/trace)"
+    echo "@@ZWM PROBE $1 $2 hits=$(grep -c "$fn" "$T/trace")"
 }
 define() { # FORM KIND FILE DEFINITION: add a dynamic event, or say why not
-    echo "$4" > $T/$3 && return 0
+    echo "$4" > "$T/$3" && return 0
     echo "@@ZWM PROBE $1 $2 hits=0"
-    echo "probes: '$4' > $3 failed: $(tail -n 2 $T/error_log | tr '\n' ' ')"
+    echo "probes: '$4' > $3 failed: $(tail -n 2 "$T/error_log" | tr '\n' ' ')"
     return 1
 }
 case " $SUITES " in *" probes "*)
     for d in /probes/*/; do
         [ -d "$d" ] || continue
         f=${d%/}; f=${f##*/}
-        insmod $d/trace-events-sample.ko || { echo "@@ZWM PROBE $f insmod hits=0"; continue; }
+        insmod "$d/trace-events-sample.ko" || { echo "@@ZWM PROBE $f insmod hits=0"; continue; }
         # The event-sample kthread calls simple_thread_func every second,
         # which gcc inlines; what stays a function is the one it calls,
         # do_simple_thread_func, maybe with a suffix (.constprop.0): take
         # the name ftrace lists.
-        fn=$(grep -o '^do_simple_thread_func[^ ]*' $T/available_filter_functions | head -n 1)
+        fn=$(grep -o '^do_simple_thread_func[^ ]*' "$T/available_filter_functions" | head -n 1)
         fn=${fn:-do_simple_thread_func}
-        echo > $T/error_log
-        if define $f kprobe kprobe_events "p:zwm/kp trace_events_sample:$fn"; then
-            echo 1 > $T/events/zwm/kp/enable
-            probe $f kprobe
-            echo 0 > $T/events/zwm/kp/enable
-            echo > $T/kprobe_events
+        echo > "$T/error_log"
+        if define "$f" kprobe kprobe_events "p:zwm/kp trace_events_sample:$fn"; then
+            echo 1 > "$T/events/zwm/kp/enable"
+            probe "$f" kprobe
+            echo 0 > "$T/events/zwm/kp/enable"
+            echo > "$T/kprobe_events"
         fi
-        if define $f fprobe dynamic_events "f:zwm/fp $fn"; then
-            echo 1 > $T/events/zwm/fp/enable
-            probe $f fprobe
-            echo 0 > $T/events/zwm/fp/enable
-            echo > $T/dynamic_events
+        if define "$f" fprobe dynamic_events "f:zwm/fp $fn"; then
+            echo 1 > "$T/events/zwm/fp/enable"
+            probe "$f" fprobe
+            echo 0 > "$T/events/zwm/fp/enable"
+            echo > "$T/dynamic_events"
         fi
-        echo ':mod:trace_events_sample' > $T/set_ftrace_filter
-        echo function_graph > $T/current_tracer
-        probe $f function_graph
-        echo nop > $T/current_tracer
-        echo > $T/set_ftrace_filter
+        echo ':mod:trace_events_sample' > "$T/set_ftrace_filter"
+        echo function_graph > "$T/current_tracer"
+        probe "$f" function_graph
+        echo nop > "$T/current_tracer"
+        echo > "$T/set_ftrace_filter"
         rmmod trace_events_sample
         echo "@@ZWM RMMOD trace_events_sample-$f rc=$?"
     done;;
