@@ -138,6 +138,7 @@ series_source() {
     TARBALL=$root/usr/src/$TARDIR.tar.xz
     [ -f "$TARBALL" ] || die "no $TARBALL"
     # 0000-* is the cover letter: no diff to apply.
+    # shellcheck disable=SC2010 # git format-patch names: NNNN-subject.patch
     mapfile -t PATCHES < <(ls "${ZWM_SERIES:-$REPO/kernel}"/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-[^/]*$')
     [ ${#PATCHES[@]} -gt 0 ] || die "no ${ZWM_SERIES:-$REPO/kernel}/NNNN-*.patch"
 }
