@@ -136,21 +136,21 @@ expect_processed "$ko" "after touching main.c"
 cmp -s "$ko" "$W/by-hand.ko" || fail "relinked+reprocessed .ko differs from the first result"
 ok "touch main.c: CC, LD [M], ZWM [M]; tool called again (2 calls); same bytes as before"
 
-# 2e. V=1 shows the command, with -v; the tool's -v report goes to stderr
+# 2e. V=1 shows the command, as for every Kbuild step, and adds no -v: Kbuild's
+# V=1 only echoes commands
 touch_later "$src/weak.c"
 kmake v1 V=1 || { show "$W/v1.err"; fail "V=1 build failed"; }
-grep -E 'zero-weak-mcount(/zero-weak-mcount)? -v --kconfig [^ ]*/include/config/auto.conf --section __mcount_loc '"$ko"'$' "$W/v1.out" >"$W/v1.cmd" ||
-	{ show "$W/v1.out"; fail "V=1 did not print the tool command with -v"; }
+grep -E 'zero-weak-mcount(/zero-weak-mcount)? --kconfig [^ ]*/include/config/auto.conf --section __mcount_loc '"$ko"'$' "$W/v1.out" >"$W/v1.cmd" ||
+	{ show "$W/v1.out"; fail "V=1 did not print the tool command (without -v)"; }
 show "$W/v1.cmd" "V=1 stdout: "
 own_stderr "$W/v1.err" >"$W/v1.own"
-[ -s "$W/v1.own" ] || fail "the tool printed no -v report on stderr"
-show "$W/v1.own" "V=1 stderr: "
-ok "V=1 prints the command (with -v) on stdout; the tool's verbose report is on stderr"
+[ ! -s "$W/v1.own" ] || { show "$W/v1.own"; fail "V=1 made the tool report (-v)"; }
+ok "V=1 prints the command on stdout, without -v; the tool says nothing"
 c0=$(calls)
 kmake v1again V=1 || fail "second V=1 build failed"
-! grep -qE '(^| )ld -r |zero-weak-mcount -v ' "$W/v1again.out" && [ "$(calls)" = "$c0" ] ||
-	{ show "$W/v1again.out"; fail "V=1 alone (no change) relinked or ran the tool: -v must not be part of the stamp"; }
-ok "V=1 without a change relinks nothing and runs the tool only for --version (-v is not in the stamp)"
+! grep -qE '(^| )ld -r |zero-weak-mcount .*--section ' "$W/v1again.out" && [ "$(calls)" = "$c0" ] ||
+	{ show "$W/v1again.out"; fail "V=1 alone (no change) relinked or ran the tool"; }
+ok "V=1 without a change relinks nothing and runs the tool only for --version"
 
 # 2f. make -s: nothing on stdout, nothing of ours on stderr
 touch_later "$src/main.c"

@@ -125,9 +125,9 @@ expect_processed "$m/$ko" "7.2 after relink"
 touch_later "$m/zwm_test.o"
 Q='' quiet='' KBUILD_VERBOSE=1 modfinal v1 || fail "7.2 V=1 run failed"
 grep -qxF "# ZWM [M] $ko" "$W/v1.out" || { show "$W/v1.out"; fail "7.2 V=1: no '# ZWM [M]' label"; }
-grep -qE "zero-weak-mcount -v --kconfig [^ ]+ --section __mcount_loc $ko\$" "$W/v1.out" || { show "$W/v1.out"; fail "7.2 V=1: command with -v not shown"; }
-grep -q 'zeroed 2 of 8\|zeroed [0-9]* of [0-9]*' "$W/v1.err" || { show "$W/v1.err"; fail "7.2 V=1: no -v report from the tool"; }
-ok "7.2 V=1: '# ZWM [M] $ko' + the command with -v; the tool's report: $(grep -m1 -o 'zeroed .*' "$W/v1.err")"
+grep -qE "zero-weak-mcount --kconfig [^ ]+ --section __mcount_loc $ko\$" "$W/v1.out" || { show "$W/v1.out"; fail "7.2 V=1: command not shown (or shown with -v)"; }
+! grep -q 'zeroed [0-9]* of [0-9]*' "$W/v1.err" || { show "$W/v1.err"; fail "7.2 V=1: the tool reported as under -v"; }
+ok "7.2 V=1: '# ZWM [M] $ko' + the command, without -v (Kbuild's V=1 only echoes commands)"
 
 touch_later "$m/zwm_test.o"
 quiet=silent_ modfinal silent || fail "7.2 silent run failed"
