@@ -32,15 +32,20 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " ", env!("ZWM_BUIL
 /// Zero the ftrace callsite entries of overridden weak functions in Linux
 /// kernel modules, so the kernel never builds records for them.
 ///
-/// Run it on each .ko right after it is linked, before it is signed,
-/// stripped or compressed; or on a whole module tree (a DIR argument) when
-/// packaging. All output goes to stderr.
+/// Where it runs: after the module is linked, before it is signed and
+/// before it is compressed. Whether it runs before or after stripping makes
+/// no difference. Give it each .ko as Kbuild links it, or a whole module
+/// tree (a DIR argument) when packaging.
+///
+/// A module tree keeps each file's modification time, as packagers want; a
+/// file named on the command line gets a new one, as make wants of a target
+/// it rebuilt. All output goes to stderr.
 #[derive(Parser, Debug)]
 #[command(name = NAME, version = VERSION, after_help = AFTER_HELP)]
 #[allow(clippy::doc_markdown, reason = "these comments are the --help text and the man page, where backticks show")]
 pub struct Cli {
     /// Module files (.ko, .ko.xz, .ko.zst, .ko.gz), processed in place, or directories to walk
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(required = true, value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
     pub paths: Vec<PathBuf>,
     /// Write nothing; exit 1 if any file would change (compressed and signed modules included)
     #[arg(long)]
@@ -49,16 +54,16 @@ pub struct Cli {
     #[arg(short, long)]
     pub verbose: bool,
     /// Write the result to PATH instead of in place (one input file only; - is stdout)
-    #[arg(short, long, value_name = "PATH")]
+    #[arg(short, long, value_name = "PATH", value_hint = clap::ValueHint::FilePath, conflicts_with = "check")]
     pub output: Option<PathBuf>,
     /// Kernel .config or include/config/auto.conf the modules were built with (another release warns, another arch fails)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub kconfig: Option<PathBuf>,
     /// Override FTRACE_MCOUNT_MAX_OFFSET (default: from --kconfig, else the widest the arch allows)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_hint = clap::ValueHint::Other)]
     pub max_offset: Option<u64>,
     /// The callsite section the kernel reads (__mcount_loc or __patchable_function_entries)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = ["__mcount_loc", "__patchable_function_entries"])]
     pub section: Option<String>,
     /// What to do with a signed module that needs changes (one that needs none is left as it is)
     #[arg(long, value_enum, default_value_t = SignedPolicy::Refuse, value_name = "POLICY")]
@@ -76,7 +81,7 @@ pub struct Cli {
     #[arg(long)]
     pub tree: bool,
     /// Worker threads, at least 1 [default: $RPM_BUILD_NCPUS, else the available CPUs]
-    #[arg(short, long, value_name = "N", value_parser = jobs)]
+    #[arg(short, long, value_name = "N", value_parser = jobs, value_hint = clap::ValueHint::Other)]
     pub jobs: Option<usize>,
 }
 

@@ -66,7 +66,7 @@ mod imp {
         reader
             .take(MAX_PAYLOAD + 1)
             .read_to_end(&mut out)
-            .map_err(|e| Error::Decompress(format!("{} stream: {e}", format.name())))?;
+            .map_err(|e| Error::Decompress(format!("{} stream: {}", format.name(), crate::error::plain(&e))))?;
         if out.len() as u64 > MAX_PAYLOAD {
             return Err(Error::Decompress(format!("{} payload is larger than 1 GiB", format.name())));
         }

@@ -6,10 +6,13 @@ use std::io;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
+    #[error("{}", plain(.0))]
     Io(#[from] io::Error),
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", plain(.source))]
     IoAt { what: &'static str, source: io::Error },
+    /// Writing `-o PATH`: the message names the output, not the input.
+    #[error("{what} {}: {}", .path.display(), plain(.source))]
+    Output { what: &'static str, path: std::path::PathBuf, source: io::Error },
     #[error("is a directory (give module files, or use --tree to walk a module tree)")]
     Directory,
     #[error("not a regular file")]
@@ -52,4 +55,28 @@ pub enum Error {
     HardLinks(u64),
     #[error("warning treated as an error (--fatal-warnings): {0}")]
     FatalWarning(String),
+}
+
+/// An I/O error as a sentence, without the "(os error N)" that the
+/// standard library appends: the reason is in the words already.
+#[must_use]
+pub fn plain(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_os_error_numbers() {
+        let e = io::Error::from_raw_os_error(libc::EACCES);
+        assert!(e.to_string().ends_with("(os error 13)"), "{e}");
+        assert_eq!(Error::IoAt { what: "cannot open", source: e }.to_string(), "cannot open: Permission denied");
+        assert_eq!(plain(&io::Error::other("no number here")), "no number here");
+    }
 }

@@ -244,24 +244,21 @@ fn copy_unchanged(output: Option<&Path>, opts: &Options, data: &[u8]) -> Result<
 /// and a device or pipe (`-o /dev/stdout`) is written to, never chmod-ed.
 /// `-o -` is standard output, as for most tools that take an output file.
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let at = |what| move |e| Error::Output { what, path: path.to_path_buf(), source: e };
     if path.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
         out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| {
             // A reader that went away (`| head -c`) ends the run quietly.
             crate::stop::on_write_error(&e);
-            Error::IoAt { what: "write failed", source: e }
+            Error::Output { what: "cannot write", path: "standard output".into(), source: e }
         })?;
         return Ok(());
     }
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| Error::IoAt { what: "cannot create output", source: e })?;
-    out.write_all(bytes).map_err(|e| Error::IoAt { what: "write failed", source: e })?;
+    let mut out =
+        OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(at("cannot create output"))?;
+    out.write_all(bytes).map_err(at("cannot write output"))?;
     if out.metadata()?.is_file() {
-        out.sync_all().map_err(|e| Error::IoAt { what: "fsync failed", source: e })?;
+        out.sync_all().map_err(at("cannot fsync output"))?;
     }
     Ok(())
 }

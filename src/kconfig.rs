@@ -27,7 +27,8 @@ pub const FROM_KERNEL_RELEASE: &str = "include/config/kernel.release";
 
 impl Kconfig {
     pub fn load(path: &Path) -> Result<Kconfig, Error> {
-        let text = std::fs::read(path).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read(path)
+            .map_err(|e| Error::Config(format!("{}: {}", path.display(), crate::error::plain(&e))))?;
         let text = String::from_utf8_lossy(&text);
         let mut config = Kconfig::parse(&text);
         if config.release.is_none() {

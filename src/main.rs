@@ -92,6 +92,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// "1 module", "2 modules".
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { word.to_string() } else { format!("{word}s") }
+}
+
 /// One line to stderr. A closed stderr ends the run quietly, as a closed
 /// pipe does any filter's.
 fn say(line: &str) {
@@ -195,10 +200,27 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
     for path in &cli.paths {
         if path.is_dir() {
             tree = true;
-            match walk::modules(path) {
-                Ok(found) => files.extend(found),
+            match walk::tree(path) {
+                Ok(found) => {
+                    if found.modules.is_empty() {
+                        say(&format!(
+                            "{NAME}: {}: warning: no modules in this tree (*.ko, *.ko.xz, *.ko.zst, *.ko.gz)",
+                            path.display()
+                        ));
+                    }
+                    if cli.verbose {
+                        for link in &found.symlinks {
+                            say(&format!("{NAME}: {}: skipped symlink", link.display()));
+                        }
+                    }
+                    files.extend(found.modules);
+                }
                 Err(e) => {
-                    eprintln!("{NAME}: {}: error: cannot walk: {e}", path.display());
+                    say(&format!(
+                        "{NAME}: {}: error: cannot walk: {}",
+                        path.display(),
+                        zero_weak_mcount::error::plain(&e)
+                    ));
                     walk_failed = true;
                 }
             }
@@ -246,16 +268,19 @@ impl Tally {
         let Tally { modules, changed, unchanged, errors, skipped } = self;
         if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
             say(&format!(
-                "{NAME}: warning: {n} compressed modules left unchanged: {}",
+                "{NAME}: warning: {n} compressed {} left unchanged: {}",
+                plural(n, "module"),
                 zero_weak_mcount::process::COMPRESSED_ADVICE
             ));
         }
         let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();
         let skipped_total: usize = skipped.values().sum();
         say(&format!(
-            "{NAME}: {modules} modules: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} errors",
+            "{NAME}: {modules} {}: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} {}",
+            plural(*modules, "module"),
             if check { "would change" } else { "changed" },
             if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
+            plural(*errors, "error"),
         ));
     }
 }

@@ -23,10 +23,27 @@ pub fn is_module_name(path: &Path) -> bool {
 /// The modules under `root`, sorted by path, each inode once, following
 /// no symlinks: a link into another tree must not make us edit that tree.
 pub fn modules(root: &Path) -> io::Result<Vec<PathBuf>> {
+    Ok(tree(root)?.modules)
+}
+
+/// What a walk found.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// The modules, sorted, each inode once.
+    pub modules: Vec<PathBuf>,
+    /// Symlinks passed over, sorted: those named like a module, and those
+    /// to a directory (a tree the walk does not enter).
+    pub symlinks: Vec<PathBuf>,
+}
+
+/// The modules under `root` ([`modules`]) and the symlinks passed over.
+pub fn tree(root: &Path) -> io::Result<Tree> {
     let mut found = Vec::new();
+    let mut symlinks = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let entries = fs::read_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+        let entries = fs::read_dir(&dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {}", dir.display(), crate::error::plain(&e))))?;
         for entry in entries {
             let entry = entry?;
             let kind = entry.file_type()?;
@@ -35,10 +52,13 @@ pub fn modules(root: &Path) -> io::Result<Vec<PathBuf>> {
                 dirs.push(path);
             } else if kind.is_file() && is_module_name(&path) {
                 found.push(path);
+            } else if kind.is_symlink() && (is_module_name(&path) || path.is_dir()) {
+                symlinks.push(path);
             }
         }
     }
     found.sort();
+    symlinks.sort();
     let mut seen = HashSet::new();
     let mut unique = Vec::with_capacity(found.len());
     for path in found {
@@ -47,7 +67,7 @@ pub fn modules(root: &Path) -> io::Result<Vec<PathBuf>> {
             unique.push(path);
         }
     }
-    Ok(unique)
+    Ok(Tree { modules: unique, symlinks })
 }
 
 /// Default worker count: rpm's `RPM_BUILD_NCPUS` when set, else the CPUs
@@ -191,6 +211,8 @@ mod tests {
         let names: Vec<_> =
             found.iter().map(|p| p.strip_prefix(&root).unwrap().to_str().unwrap().to_string()).collect();
         assert_eq!(names, ["b/c/z.ko", "b/hard.ko", "b/m.ko.xz"]);
+        let links: Vec<_> = tree(&root.join("b")).unwrap().symlinks;
+        assert_eq!(links, [root.join("b/link"), root.join("b/sym.ko")]);
         let all = modules(&root).unwrap();
         assert!(all.contains(&root.join("a.ko")) && !all.contains(&root.join("b/hard.ko")), "{all:?}");
         fs::remove_dir_all(&root).unwrap();

@@ -194,7 +194,7 @@ fn tree_mode_walks_sorted_keeps_metadata_and_does_not_depend_on_jobs() {
     let summary = stderr(&out1).lines().last().unwrap().to_string();
     assert_eq!(
         summary,
-        "zero-weak-mcount: 15 modules: 12 changed, 0 unchanged, 2 skipped (1 signed, 1 compressed), 1 errors"
+        "zero-weak-mcount: 15 modules: 12 changed, 0 unchanged, 2 skipped (1 signed, 1 compressed), 1 error"
     );
     assert_eq!(stderr(&out1).replace(s(&one.0), "T"), stderr(&out2).replace(s(&two.0), "T"));
     for f in ["kernel/drivers/m00.ko", "kernel/drivers/m11.ko", "kernel/packed.ko.xz", "kernel/signed.ko"] {

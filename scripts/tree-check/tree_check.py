@@ -63,8 +63,8 @@ def cmd_prep(src, dst, jobs=2):
 
 
 LINE_RE = re.compile(r"^zero-weak-mcount: (.+?\.ko): (.*)$")
-SUMMARY_RE = re.compile(r"^zero-weak-mcount: (\d+) modules: (\d+) would change, (\d+) unchanged, "
-                        r"(\d+) skipped(?: \(([^)]*)\))?, (\d+) errors$")
+SUMMARY_RE = re.compile(r"^zero-weak-mcount: (\d+) modules?: (\d+) would change, (\d+) unchanged, "
+                        r"(\d+) skipped(?: \(([^)]*)\))?, (\d+) errors?$")
 # An entry the tool zeroes or drops (its neutraliser): both count as gone.
 ZERO_RE = re.compile(r"^(?:zero|drop) (\S+) \(distance (\d+)")
 
