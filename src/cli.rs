@@ -13,6 +13,16 @@ use crate::process::{CompressedPolicy, SignedPolicy};
 
 pub const NAME: &str = "zero-weak-mcount";
 
+/// How the per-module report is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Lines for people, on stderr.
+    #[default]
+    Human,
+    /// JSON Lines on stdout, one object per module (docs/report-format.md).
+    Json,
+}
+
 /// The text after the options in --help: the exit statuses, as `cmp` and
 /// `diff` use them (examples/gen-docs.rs makes the man page's EXIT STATUS
 /// from the same lines).
@@ -80,6 +90,9 @@ pub struct Cli {
     /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
     #[arg(long)]
     pub tree: bool,
+    /// Output format: human lines on stderr, or one JSON object per module on stdout (docs/report-format.md)
+    #[arg(long, value_enum, default_value_t = Format::Human, value_name = "FORMAT")]
+    pub format: Format,
     /// Worker threads, at least 1 [default: $RPM_BUILD_NCPUS, else the available CPUs]
     #[arg(short, long, value_name = "N", value_parser = jobs, value_hint = clap::ValueHint::Other)]
     pub jobs: Option<usize>,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
-use zero_weak_mcount::cli::{Cli, NAME};
+use zero_weak_mcount::cli::{Cli, Format, NAME};
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{LeftAlone, Options, Outcome};
 use zero_weak_mcount::render::{self, Human};
@@ -16,6 +16,8 @@ use zero_weak_mcount::{stop, walk};
 /// What one file produced: lines to print, and how to count it.
 struct Done {
     lines: Vec<String>,
+    /// The module's `--format=json` line.
+    json: Option<String>,
     outcome: Result<Outcome, ()>,
 }
 
@@ -58,7 +60,7 @@ fn main() -> ExitCode {
     let done = walk::parallel(
         &files,
         jobs,
-        |path| run(path, output, &opts, tree),
+        |path| run(path, output, &opts, tree, cli.format),
         |_, done, finished| {
             // Each module's lines as soon as it (and every one before it)
             // is done: an interrupted run has said what it changed.
@@ -253,6 +255,12 @@ impl Tally {
             for line in &done.lines {
                 say(line);
             }
+            if let Some(json) = &done.json {
+                let mut out = std::io::stdout().lock();
+                if let Err(e) = writeln!(out, "{json}").and_then(|()| out.flush()) {
+                    stop::on_write_error(&e);
+                }
+            }
         }
         self.modules += 1;
         match &done.outcome {
@@ -285,9 +293,13 @@ impl Tally {
     }
 }
 
-fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool) -> Done {
+fn run(path: &Path, output: Option<&Path>, opts: &Options, tree: bool, format: Format) -> Done {
     let result = zero_weak_mcount::file::process_file(path, output, opts);
-    let how = Human { check: opts.check, verbose: opts.verbose, tree };
-    let lines = render::human(&path.display().to_string(), &result, how);
-    Done { lines, outcome: result.map(|a| a.outcome).map_err(|_| ()) }
+    let shown = path.display().to_string();
+    let json = format == Format::Json;
+    // With JSON on stdout, stderr keeps the warnings, notes and errors.
+    let how = Human { check: opts.check && !json, verbose: opts.verbose && !json, tree };
+    let lines = render::human(&shown, &result, how);
+    let json = json.then(|| render::json(&shown, &result, opts.check));
+    Done { lines, json, outcome: result.map(|a| a.outcome).map_err(|_| ()) }
 }

@@ -139,7 +139,8 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
         Scope::Unchecked(why) => Decided::left(LeftAlone::NotChecked, why.to_string()),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
     };
-    let analysis = decided.finish(warnings);
+    let mut analysis = decided.finish(warnings);
+    analysis.report.signed = signed_len.is_some();
     match signed_len {
         Some(len) => signed(analysis, len as u64, opts.signed, opts.check),
         None => Ok(analysis),
@@ -295,7 +296,7 @@ fn decide_module(
     });
     let (zero, doubts) = (decisions.zero, decisions.doubt.len());
     let counts = Counts { entries: entries.len(), weak: zero.len(), doubt: doubts };
-    let report = Report { rule: Some(facts(rule)), counts: Some(counts), findings, nothing: None };
+    let report = Report { rule: Some(facts(rule)), counts: Some(counts), findings, ..Report::default() };
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
     if stripped && !zero.is_empty() {

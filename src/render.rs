@@ -184,3 +184,144 @@ impl Analysis {
         details(&self.report)
     }
 }
+
+/// The module's `--format=json` object, on one line (docs/report-format.md).
+#[must_use]
+pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> String {
+    let mut o = Json::object();
+    o.field("file", &Json::str(shown));
+    let a = match result {
+        Ok(a) => a,
+        Err(e) => {
+            o.field("status", &Json::str("error"));
+            o.field("signed", "null");
+            o.field("error", &Json::str(&e.to_string()));
+            for key in ["reason", "arch", "section", "rule", "max_offset", "neutraliser", "entries", "weak", "doubt"] {
+                o.field(key, "null");
+            }
+            for key in ["findings", "at_risk", "at_risk_after", "warnings", "notes"] {
+                o.field(key, "[]");
+            }
+            return o.close();
+        }
+    };
+    let r = &a.report;
+    let status = match (&a.outcome, check) {
+        (Outcome::Changed { .. }, true) => "would_change",
+        (Outcome::Changed { .. }, false) => "changed",
+        (Outcome::Unchanged, _) => "unchanged",
+        (Outcome::Skipped(..), _) => "skipped",
+    };
+    o.field("status", &Json::str(status));
+    o.field("signed", if r.signed { "true" } else { "false" });
+    o.field("error", "null");
+    o.field("reason", &r.nothing.as_deref().map_or("null".into(), Json::str));
+    let rule = r.rule.as_ref();
+    o.field("arch", &rule.map_or("null".into(), |x| Json::str(x.arch.name())));
+    o.field("section", &rule.map_or("null".into(), |x| Json::str(x.section)));
+    o.field(
+        "rule",
+        &rule.map_or("null".into(), |x| {
+            Json::str(match x.check {
+                Check::MaxOffset => "max_offset",
+                Check::Contains { .. } => "in_function",
+            })
+        }),
+    );
+    o.field(
+        "max_offset",
+        &rule.filter(|x| x.check == Check::MaxOffset).map_or("null".into(), |x| x.max_offset.to_string()),
+    );
+    o.field("neutraliser", &rule.map_or("null".into(), |x| Json::str(verb(x.neutraliser))));
+    o.field("entries", &r.counts.map_or("null".into(), |c| c.entries.to_string()));
+    o.field("weak", &r.counts.map_or("null".into(), |c| c.weak.to_string()));
+    o.field("doubt", &r.counts.map_or("null".into(), |c| c.doubt.to_string()));
+    let findings: Vec<String> = r.findings.iter().map(|f| json_finding(rule, f)).collect();
+    o.field("findings", &Json::array(&findings));
+    o.field("at_risk", "[]");
+    o.field("at_risk_after", "[]");
+    o.field("warnings", &Json::array(&a.warnings.iter().map(|w| Json::str(w)).collect::<Vec<_>>()));
+    o.field("notes", &Json::array(&a.notes.iter().map(|n| Json::str(n)).collect::<Vec<_>>()));
+    o.close()
+}
+
+fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
+    let l = f.location();
+    let mut o = Json::object();
+    o.field("location", &Json::str(&location(l)));
+    o.field("section", &Json::str(&l.section));
+    o.field("offset", &Json::str(&format!("{:#x}", l.offset)));
+    o.field("table_offset", &Json::str(&format!("{:#x}", l.table_offset)));
+    let (verdict, neutraliser, distance, symbol, why) = match f {
+        Finding::Kept { .. } => ("kept", None, None, None, None),
+        Finding::Weak { symbol, distance, .. } => {
+            ("weak", rule.map(|r| verb(r.neutraliser)), Some(*distance), symbol.as_deref(), None)
+        }
+        Finding::Doubt { why, .. } => ("doubt", None, None, None, Some(doubt(why))),
+    };
+    o.field("verdict", &Json::str(verdict));
+    o.field("neutraliser", &neutraliser.map_or("null".into(), Json::str));
+    o.field("distance", &distance.map_or("null".into(), |d| d.to_string()));
+    o.field("symbol", &symbol.map_or("null".into(), Json::str));
+    o.field("doubt", &why.as_deref().map_or("null".into(), Json::str));
+    o.close()
+}
+
+/// Just enough JSON writing for flat objects of strings, numbers and
+/// arrays: a serializer crate would bring more code than it saves here.
+struct Json(String);
+
+impl Json {
+    fn object() -> Json {
+        Json(String::from("{"))
+    }
+
+    /// Add `"key": value`, `value` being JSON already.
+    fn field(&mut self, key: &str, value: &str) {
+        if self.0.len() > 1 {
+            self.0.push_str(", ");
+        }
+        let _ = write!(self.0, "{}: {value}", Json::str(key));
+    }
+
+    fn close(mut self) -> String {
+        self.0.push('}');
+        self.0
+    }
+
+    fn array(items: &[String]) -> String {
+        format!("[{}]", items.join(", "))
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped
+    /// (RFC 8259, section 7); everything else is UTF-8 as it is.
+    fn str(s: &str) -> String {
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if u32::from(c) < 0x20 => {
+                    let _ = write!(out, "\\u{:04x}", u32::from(c));
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Json;
+
+    #[test]
+    fn json_strings_escape_what_rfc_8259_requires() {
+        assert_eq!(Json::str("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\u0001é\"");
+    }
+}

@@ -75,6 +75,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Why nothing is done to the module, when nothing is.
     pub nothing: Option<String>,
+    /// The module carries an appended signature.
+    pub signed: bool,
 }
 
 impl Report {

@@ -395,3 +395,79 @@ fn progress_counts_up_and_is_throttled() {
     let allowed = usize::try_from(elapsed.as_millis() / 100).unwrap() + 1;
     assert!(counts.len() <= allowed, "{} redraws in {elapsed:?}: {counts:?}", counts.len());
 }
+
+/// `--format=json`: one object per module on stdout, with the real values
+/// of the bundled module (docs/report-format.md), and nothing else there.
+#[test]
+fn json_reports_the_bundled_modules_entries() {
+    let out = tool(&["--check", "--format=json", MODULE]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let o = lines[0];
+    assert!(
+        o.starts_with(&format!("{{\"file\": \"{MODULE}\", \"status\": \"would_change\", \"signed\": false")),
+        "{o}"
+    );
+    for field in [
+        "\"error\": null",
+        "\"reason\": null",
+        "\"arch\": \"x86_64\"",
+        "\"section\": \"__mcount_loc\"",
+        "\"rule\": \"max_offset\"",
+        "\"max_offset\": 0",
+        "\"neutraliser\": \"zero\"",
+        "\"entries\": 8",
+        "\"weak\": 2",
+        "\"doubt\": 0",
+        "\"at_risk\": []",
+        "\"at_risk_after\": []",
+        "\"warnings\": []",
+    ] {
+        assert!(o.contains(field), "{field} missing: {o}");
+    }
+    // Without -v only the weak entries, in table order.
+    assert!(
+        o.contains(
+            "\"findings\": [{\"location\": \".text+0x0\", \"section\": \".text\", \"offset\": \"0x0\", \
+             \"table_offset\": \"0x0\", \"verdict\": \"weak\", \"neutraliser\": \"zero\", \"distance\": 0, \
+             \"symbol\": null, \"doubt\": null}, {\"location\": \".text+0x20\", \"section\": \".text\", \
+             \"offset\": \"0x20\", \"table_offset\": \"0x10\", \"verdict\": \"weak\", \"neutraliser\": \"zero\", \
+             \"distance\": 16, \"symbol\": \"zwm_arch_kept\", \"doubt\": null}]"
+        ),
+        "{o}"
+    );
+    // With -v the six kept entries too: eight findings, two of them weak.
+    let out = tool(&["--check", "-v", "--format=json", MODULE]);
+    let o = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(o.matches("\"verdict\": ").count(), 8, "{o}");
+    assert_eq!(o.matches("\"verdict\": \"weak\"").count(), 2, "{o}");
+    assert_eq!(o.matches("\"verdict\": \"kept\"").count(), 6, "{o}");
+    assert!(out.stderr.is_empty(), "-v lines go to JSON, not stderr: {}", stderr(&out));
+}
+
+/// After the write the same module is unchanged, and a file that cannot be
+/// read is an "error" object with the message, among the others.
+#[test]
+fn json_reports_changes_and_errors_per_file() {
+    let dir = Scratch::new("json");
+    let ko = dir.file("m.ko", &fs::read(MODULE).unwrap());
+    let bad = dir.file("bad.ko", b"not an ELF file");
+    let out = tool(&["--format=json", s(&ko)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let o = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(o.contains("\"status\": \"changed\"") && o.contains("\"weak\": 2"), "{o}");
+    let out = tool(&["--check", "--format=json", s(&ko), s(&bad)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].contains("\"status\": \"unchanged\"") && lines[0].contains("\"weak\": 0"), "{}", lines[0]);
+    let err = stderr(&out);
+    let message = err.trim_end().rsplit(": error: ").next().unwrap();
+    assert!(lines[1].starts_with(&format!("{{\"file\": \"{}\", \"status\": \"error\"", s(&bad))), "{}", lines[1]);
+    assert!(lines[1].contains(&format!("\"error\": \"{message}\"")), "{} vs {err}", lines[1]);
+    assert!(lines[1].contains("\"findings\": []"), "{}", lines[1]);
+}
