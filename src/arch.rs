@@ -407,7 +407,7 @@ fn x86_64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
 /// with `-fcf-protection=none`, the compiler emits none. The bytes can also
 /// occur by chance inside other instructions; that only ever reads as IBT,
 /// whose larger offset keeps more.
-const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+pub const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 
 fn has_endbr64(cx: Ctx<'_>) -> bool {
     text_sections(cx).any(|code| code.windows(4).any(|w| w == ENDBR64))

@@ -32,6 +32,7 @@ pub mod plan;
 pub mod process;
 pub mod render;
 pub mod report;
+pub mod risk;
 pub mod rule;
 pub mod signature;
 pub mod stop;

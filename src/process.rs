@@ -13,7 +13,8 @@ use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::plan::{Plan, Removal};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
-use crate::rule::{Neutraliser, Rule};
+use crate::risk::{self, AtRisk, Function, PatchSite, Record};
+use crate::rule::{Input, Neutraliser, Rule};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -183,7 +184,9 @@ fn signed(mut analysis: Analysis, image_len: u64, policy: SignedPolicy, check: b
             let mut warnings = analysis.warnings;
             warnings.push(why.to_string());
             // What the module holds is still worth reporting.
-            let report = Report { nothing: Some(why.to_string()), ..analysis.report };
+            let mut report = Report { nothing: Some(why.to_string()), ..analysis.report };
+            // Left as it is: what is at risk stays so.
+            report.at_risk_after.clone_from(&report.at_risk);
             Ok(Analysis { report, ..Analysis::skipped(LeftAlone::Signed, why.to_string(), warnings) })
         }
         SignedPolicy::Strip => {
@@ -296,7 +299,10 @@ fn decide_module(
     });
     let (zero, doubts) = (decisions.zero, decisions.doubt.len());
     let counts = Counts { entries: entries.len(), weak: zero.len(), doubt: doubts };
-    let report = Report { rule: Some(facts(rule)), counts: Some(counts), findings, ..Report::default() };
+    let records = records(image, info, rule, entries, &zero);
+    let (at_risk, at_risk_after) = at_risk(image, info, rule, &symbols, &records);
+    let mut report =
+        Report { rule: Some(facts(rule)), counts: Some(counts), findings, at_risk, at_risk_after, ..Report::default() };
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
     if stripped && !zero.is_empty() {
@@ -308,9 +314,64 @@ fn decide_module(
     }
     let plan = match removal_plan(image, info, rule, &extracted.callsite, &zero, warnings)? {
         Ok(plan) => plan,
-        Err(left) => return Ok(left.with(rule, report)),
+        Err(left) => {
+            // Left as it is: what is at risk stays so.
+            report.at_risk_after.clone_from(&report.at_risk);
+            return Ok(left.with(rule, report));
+        }
     };
     Ok(Decided { plan, neutralised: zero.len(), left: None, report })
+}
+
+/// The records the kernel builds from the table, the rejected ones dead.
+fn records(image: &[u8], info: &ElfInfo, rule: &Rule, entries: &[Entry], zero: &[usize]) -> Vec<Record> {
+    let mut records = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        if let Input::Ips { section, ips, .. } = rule.input(image, info, entry) {
+            records.push(Record { section, ip: ips[0], dead: zero.binary_search(&i).is_ok() });
+        }
+    }
+    records
+}
+
+/// The functions at risk before and after processing: each function whose
+/// kallsyms extent holds a dead record, with its patch site by the arch's
+/// fact ([`crate::rule::Arch::patch_site`]), through [`risk::at_risk`].
+fn at_risk(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    symbols: &SymbolIndex<'_>,
+    records: &[Record],
+) -> (Vec<AtRisk>, Vec<AtRisk>) {
+    let mut functions: Vec<Function> = Vec::new();
+    for r in records.iter().filter(|r| r.dead) {
+        let Some(sym) = symbols.at_or_below(r.section, r.ip) else { continue };
+        if functions.last().is_some_and(|f| (f.section, f.start) == (sym.section, sym.value)) {
+            continue;
+        }
+        let size = info.sections.get(sym.section as usize).map_or(0, |s| s.size);
+        let patch_site = match rule.arch.patch_site() {
+            PatchSite::AtSymbol => sym.value,
+            PatchSite::AfterEndbr64 => {
+                let endbr = elf::section_bytes(image, info, sym.section, sym.value, 4) == Some(&arch::ENDBR64[..]);
+                sym.value + if endbr { 4 } else { 0 }
+            }
+            PatchSite::LocalEntry => sym.value + u64::from(sym.local_entry),
+        };
+        functions.push(Function {
+            name: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
+            section: sym.section,
+            start: sym.value,
+            end: symbols.next_above(sym.section, sym.value).unwrap_or(size).max(sym.value),
+            patch_site,
+        });
+    }
+    functions.sort_by_key(|f| (f.section, f.start));
+    functions.dedup_by_key(|f| (f.section, f.start));
+    let name = |s: u32| info.sections.get(s as usize).map_or_else(String::new, |s| s.name.clone());
+    let insn = rule.arch.mcount_insn_size();
+    (risk::at_risk(&functions, records, insn, &name), risk::at_risk(&functions, &risk::after(records), insn, &name))
 }
 
 fn facts(rule: &Rule) -> RuleFacts {

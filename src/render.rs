@@ -9,6 +9,7 @@ use crate::decide::Doubt;
 use crate::error::Error;
 use crate::process::{Analysis, LeftAlone, Outcome};
 use crate::report::{Finding, Location, Report, RuleFacts};
+use crate::risk::AtRisk;
 use crate::rule::{Check, Neutraliser};
 
 pub use crate::cli::NAME;
@@ -60,7 +61,45 @@ pub fn details(report: &Report) -> Vec<String> {
         lines.push(format!("neutraliser {}", neutraliser(rule.neutraliser)));
     }
     lines.extend(report.findings.iter().filter_map(|f| finding(rule, f)));
+    lines.extend(report.at_risk.iter().map(|r| format!("at risk: {}", at_risk(r))));
+    lines.extend(report.at_risk_after.iter().map(|r| format!("still at risk once processed: {}", at_risk(r))));
     lines
+}
+
+/// `F (patch site .text+0x..) can resolve to dead .text+0x..`
+fn at_risk(r: &AtRisk) -> String {
+    format!(
+        "{} (patch site {}+{:#x}) can resolve to dead {}+{:#x}",
+        r.function, r.section, r.patch_site, r.section, r.dead_site
+    )
+}
+
+/// Why a function is at risk, for the JSON report.
+fn at_risk_reason(r: &AtRisk) -> String {
+    format!(
+        "{}'s own record is at {:+#x}, not at the symbol, so ftrace_location() searches its whole kallsyms \
+         extent, and the bsearch of lookup_rec() can return the dead record at {:+#x}",
+        r.function,
+        r.patch_site - r.function_addr,
+        r.dead_site - r.function_addr
+    )
+}
+
+fn json_at_risk(list: &[AtRisk]) -> String {
+    let items: Vec<String> = list
+        .iter()
+        .map(|r| {
+            let mut o = Json::object();
+            o.field("function", &Json::str(&r.function));
+            o.field("section", &Json::str(&r.section));
+            o.field("function_addr", &Json::str(&format!("{:#x}", r.function_addr)));
+            o.field("patch_site", &Json::str(&format!("{:#x}", r.patch_site)));
+            o.field("dead_site", &Json::str(&format!("{:#x}", r.dead_site)));
+            o.field("reason", &Json::str(&at_risk_reason(r)));
+            o.close()
+        })
+        .collect();
+    Json::array(&items)
 }
 
 /// One line on what happened to a module; `would` words it as `--check`
@@ -238,8 +277,8 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     o.field("doubt", &r.counts.map_or("null".into(), |c| c.doubt.to_string()));
     let findings: Vec<String> = r.findings.iter().map(|f| json_finding(rule, f)).collect();
     o.field("findings", &Json::array(&findings));
-    o.field("at_risk", "[]");
-    o.field("at_risk_after", "[]");
+    o.field("at_risk", &json_at_risk(&r.at_risk));
+    o.field("at_risk_after", &json_at_risk(&r.at_risk_after));
     o.field("warnings", &Json::array(&a.warnings.iter().map(|w| Json::str(w)).collect::<Vec<_>>()));
     o.field("notes", &Json::array(&a.notes.iter().map(|n| Json::str(n)).collect::<Vec<_>>()));
     o.close()

@@ -4,6 +4,7 @@
 //! words, for people or as JSON. Nothing here is wording.
 
 use crate::decide::Doubt;
+use crate::risk::AtRisk;
 use crate::rule::{Arch, Check, Neutraliser};
 
 /// The facts of the rule a module was judged by.
@@ -77,6 +78,10 @@ pub struct Report {
     pub nothing: Option<String>,
     /// The module carries an appended signature.
     pub signed: bool,
+    /// Functions whose `ftrace_location()` can resolve to a dead record, as
+    /// the module is, and once processed (docs/at-risk.md).
+    pub at_risk: Vec<AtRisk>,
+    pub at_risk_after: Vec<AtRisk>,
 }
 
 impl Report {

@@ -10,6 +10,7 @@ use std::fmt;
 use object::elf;
 
 use crate::elf::{ElfInfo, Entry, Mapping, Odd, RelocShape, Target};
+use crate::risk::PatchSite;
 
 /// The architecture a module was built for, from `e_machine` and the ELF
 /// class, as `scripts/sorttable.c` tells them apart (`switch (e_machine)`).
@@ -100,6 +101,31 @@ pub fn srcarch_of(arch: &str) -> &str {
         "parisc64" => "parisc",
         "sh64" => "sh",
         other => other,
+    }
+}
+
+impl Arch {
+    /// Where a function's own ftrace record is relative to its symbol, as
+    /// the at-risk analysis needs it ([`crate::risk`], docs/at-risk.md).
+    #[must_use]
+    pub fn patch_site(self) -> PatchSite {
+        match self {
+            // ENDBR_INSN_SIZE: the __fentry__ call follows endbr64.
+            Arch::X86_64 => PatchSite::AfterEndbr64,
+            // `ELFv2`: the record follows the global-entry TOC setup.
+            Arch::Ppc64 => PatchSite::LocalEntry,
+            // Not modelled: treated as at the symbol (docs/at-risk.md).
+            _ => PatchSite::AtSymbol,
+        }
+    }
+
+    /// `MCOUNT_INSN_SIZE`: the span `ftrace_cmp_recs()` gives a record.
+    #[must_use]
+    pub fn mcount_insn_size(self) -> u64 {
+        match self {
+            Arch::X86_64 | Arch::I386 => 5,
+            _ => 4,
+        }
     }
 }
 
