@@ -219,14 +219,15 @@ probe-e2e: build
 adjust-first-demo:
 	scripts/adjust-first-demo.sh
 
-check: test fresh-check integration e2e kernel-e2e
+# What .ci/run runs; the static checks first, as they take a minute.
+check: lint test bench-quick fresh-check integration e2e kernel-e2e
 
 # The tool against its baselines (the read limit, the kernel's naive
 # search, cat) on sid's amd64 modules (docs/performance.md); ~10 minutes.
 bench: build
 	scripts/bench.sh
 
-# The same, short: two modules, few runs, no profile (what CI runs).
+# The same, short: two modules, few runs, no profile (part of check).
 bench-quick: build
 	ZWM_BENCH_QUICK=1 scripts/bench.sh
 

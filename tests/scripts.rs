@@ -413,3 +413,21 @@ fn kernel_hook_hooks_its_kver_and_is_silent_otherwise() {
     assert!(out.contains("hooked the Kbuild of 9.8.1+t1-amd64"), "{out}");
     assert!(fs::read_to_string(&modfinal).unwrap().contains("zero-weak-mcount-ko"));
 }
+
+/// The README's map of src/ names every file there: a new module is not
+/// left out of it unseen.
+#[test]
+fn the_readme_maps_every_source_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let mut names: Vec<String> = fs::read_dir(root.join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rs"))
+        .collect();
+    names.sort();
+    assert!(names.len() > 10, "only {names:?} in src/");
+    let missing: Vec<&String> =
+        names.iter().filter(|n| !readme.lines().any(|l| l.starts_with(&format!("    src/{n} ")))).collect();
+    assert!(missing.is_empty(), "README.md's map of src/ lacks {missing:?}");
+}
