@@ -8,10 +8,16 @@
 //! writes OUTDIR/zero-weak-mcount.1 and OUTDIR/completions/{bash,zsh,fish}
 //! files named as each shell looks them up. `make` runs it.
 //!
+//! The page: NAME, SYNOPSIS with each option's argument, DESCRIPTION and
+//! OPTIONS from clap; EXIT STATUS from the lines --help ends with
+//! (`cli::AFTER_HELP`); EXAMPLES, ENVIRONMENT, FILES and SEE ALSO written
+//! here, in roff.
+//!
 //! An example rather than build.rs: `clap_mangen` and `clap_complete` then stay
 //! dev-dependencies that a plain `cargo build` or `cargo install` never
 //! fetches, and the build script does not write outside `OUT_DIR`.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::PathBuf;
 
@@ -25,12 +31,152 @@ fn main() -> std::io::Result<()> {
     };
     let cmd = cli::command();
     fs::create_dir_all(out.join("completions"))?;
-    let mut page = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
-    fs::write(out.join(format!("{}.1", cli::NAME)), page)?;
+    fs::write(out.join(format!("{}.1", cli::NAME)), page(&cmd)?)?;
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
         let mut cmd = cmd.clone();
         clap_complete::generate_to(shell, &mut cmd, cli::NAME, out.join("completions"))?;
     }
     Ok(())
 }
+
+/// The whole page, in roff.
+///
+/// # Errors
+///
+/// Only if `clap_mangen` fails to write to memory.
+pub fn page(cmd: &clap::Command) -> std::io::Result<Vec<u8>> {
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut page = Vec::new();
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    page.extend(synopsis(cmd).into_bytes());
+    man.render_description_section(&mut page)?;
+    man.render_options_section(&mut page)?;
+    page.extend(exit_status().into_bytes());
+    page.extend(EXTRA.as_bytes());
+    man.render_version_section(&mut page)?;
+    Ok(page)
+}
+
+/// Text for roff: backslashes and leading dots or quotes escaped, dashes as
+/// the minus signs a reader types.
+fn roff(text: &str) -> String {
+    let text = text.replace('\\', "\\e").replace('-', "\\-");
+    if text.starts_with('.') || text.starts_with('\'') { format!("\\&{text}") } else { text }
+}
+
+/// Every option with its argument, as `[--kconfig FILE]`, then the paths.
+fn synopsis(cmd: &clap::Command) -> String {
+    let mut s = format!(".SH SYNOPSIS\n.B {}\n", roff(cli::NAME));
+    for arg in cmd.get_arguments().filter(|a| !a.is_positional() && !a.is_hide_set()) {
+        let mut names = Vec::new();
+        if let Some(c) = arg.get_short() {
+            names.push(format!("\\fB\\-{c}\\fR"));
+        }
+        if let Some(l) = arg.get_long() {
+            names.push(format!("\\fB\\-\\-{}\\fR", roff(l)));
+        }
+        let value = arg
+            .get_value_names()
+            .filter(|_| arg.get_action().takes_values())
+            .map(|v| format!(" \\fI{}\\fR", roff(&v.join(" "))))
+            .unwrap_or_default();
+        let _ = writeln!(s, "[{}{value}]", names.join("|"));
+    }
+    for arg in cmd.get_positionals() {
+        let name = arg.get_value_names().map_or_else(|| arg.get_id().to_string(), |v| v.join(" "));
+        let _ = writeln!(s, "\\fI{}\\fR...", roff(&name));
+    }
+    s
+}
+
+/// EXIT STATUS from the `  N  text` lines of --help's closing text.
+fn exit_status() -> String {
+    let mut s = String::from(".SH \"EXIT STATUS\"\n");
+    for line in cli::AFTER_HELP.lines().skip(1) {
+        let line = line.trim();
+        match line.split_once("  ") {
+            Some((code, text)) if code.starts_with(|c: char| c.is_ascii_digit()) => {
+                let _ = writeln!(s, ".TP\n.B {}\n{}", roff(code), roff(text.trim()));
+            }
+            _ => {
+                let _ = writeln!(s, ".PP\n{}", roff(line));
+            }
+        }
+    }
+    s
+}
+
+/// The sections clap knows nothing of.
+const EXTRA: &str = r#".SH EXAMPLES
+.TP
+One module, right after it is linked, saying what it zeroes:
+.nf
+\fBzero\-weak\-mcount \-v \-\-kconfig include/config/auto.conf drivers/foo/foo.ko\fR
+.fi
+.TP
+A module tree, before it is signed and compressed (a packaging step):
+.nf
+\fBzero\-weak\-mcount \-j 4 debian/linux\-image/lib/modules/7.2.13\fR
+.fi
+.TP
+An audit of an installed tree, compressed and signed modules included; nothing is written, and the exit status is 1 if a module would change:
+.nf
+\fBzero\-weak\-mcount \-\-check \-\-kconfig /boot/config\-$(uname \-r) /lib/modules/$(uname \-r)\fR
+.fi
+.TP
+Kbuild: hook the headers tree once; every module it links is then processed, M= builds included:
+.nf
+\fBinstall\-kbuild\-hook /lib/modules/$(uname \-r)/build\fR
+\fBmake \-C /lib/modules/$(uname \-r)/build M=$PWD modules\fR
+.fi
+.TP
+DKMS: DKMS builds through the same hooked Makefile.modfinal, so with every headers tree hooked its modules are processed before DKMS signs and compresses them:
+.nf
+\fBinstall\-kbuild\-hook \-\-all\fR
+\fBdkms autoinstall \-k 7.2.13+deb14\-amd64\fR
+.fi
+.TP
+rpm: the macros define \fB%__brp_zero_weak_mcount\fR; a kernel.spec calls it first in \fB%__modsign_install_post\fR, a kmod spec at the end of \fB%install\fR:
+.nf
+\fB%{?__brp_zero_weak_mcount}\fR
+.fi
+.TP
+deb: one build dependency puts \fBdh_zero_weak_mcount\fR into the dh sequence, right after dh_strip:
+.nf
+\fBBuild\-Depends: debhelper\-compat (= 13), dh\-sequence\-zero\-weak\-mcount\fR
+.fi
+.SH ENVIRONMENT
+.TP
+.B RPM_BUILD_NCPUS
+The default number of worker threads (\fB\-j\fR) when set; otherwise the CPUs this process may use.
+.TP
+.B ZERO_WEAK_MCOUNT
+Read by the Kbuild hook (Makefile.zero\-weak\-mcount) and dh_zero_weak_mcount: the tool to run. Empty turns the Kbuild step off.
+.TP
+.B ZERO_WEAK_MCOUNT_FLAGS
+Read by the Kbuild hook: options appended to the ones it derives from the kernel configuration (\fB\-v\fR, for one).
+.SH FILES
+.TP
+.I include/config/auto.conf\fR, \fI.config
+The kernel configuration that \fB\-\-kconfig\fR reads; its header line names the kernel release it is for.
+.TP
+.I include/config/kernel.release
+Beside auto.conf: the release of a configuration without a header line.
+.TP
+.I .NAME.zwm\-PID\-N.tmp
+The temporary file of \fB\-\-atomic\fR and of compressed modules, beside the module; a run that rewrites the module removes any that a killed run left.
+.TP
+.I scripts/Makefile.zero\-weak\-mcount\fR, \fI.zero\-weak\-mcount.ko.stamp
+The Kbuild hook that install\-kbuild\-hook(8) wires into scripts/Makefile.modfinal, and the stamp beside modules.order that makes a new tool or new flags reprocess every module.
+.SH "SEE ALSO"
+.BR install\-kbuild\-hook (8),
+.BR dh_zero_weak_mcount (1),
+.BR dkms (8),
+.BR rpmbuild (8),
+.BR strip (1),
+.BR modinfo (8),
+.BR cmp (1)
+.PP
+The kernel's scripts/Makefile.modfinal, scripts/Makefile.modinst and kernel/trace/ftrace.c.
+"#;

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! zero-weak-mcount(1), as `make docs` writes it (examples/gen-docs.rs): the
+//! sections of a good man page, a SYNOPSIS that keeps each option's
+//! argument, the exit statuses of --help, and the examples the issue asks
+//! for; rendered by groff without a warning.
+
+#[allow(dead_code, reason = "the example's main is not called here")]
+#[path = "../examples/gen-docs.rs"]
+mod gen_docs;
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+fn page() -> String {
+    String::from_utf8(gen_docs::page(&zero_weak_mcount::cli::command()).unwrap()).unwrap()
+}
+
+/// The text of section `name`, up to the next `.SH`.
+fn section(page: &str, name: &str) -> String {
+    let head = if name.contains(' ') { format!(".SH \"{name}\"\n") } else { format!(".SH {name}\n") };
+    let start = page.find(&head).unwrap_or_else(|| panic!("no {name} section in\n{page}")) + head.len();
+    let rest = &page[start..];
+    rest[..rest.find("\n.SH ").unwrap_or(rest.len())].to_string()
+}
+
+#[test]
+fn the_man_page_has_the_sections_of_a_good_one_in_order() {
+    let page = page();
+    let names =
+        ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "EXAMPLES", "ENVIRONMENT", "FILES", "SEE ALSO"];
+    let at: Vec<usize> = names
+        .iter()
+        .map(|n| {
+            let head = if n.contains(' ') { format!(".SH \"{n}\"") } else { format!(".SH {n}\n") };
+            page.find(&head).unwrap_or_else(|| panic!("no {n} in\n{page}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "sections out of order: {at:?}");
+    for name in names {
+        assert!(section(&page, name).trim().len() > 10, "{name} is empty");
+    }
+}
+
+#[test]
+fn the_synopsis_keeps_option_arguments() {
+    let synopsis = section(&page(), "SYNOPSIS");
+    for (option, arg) in [
+        ("\\-o\\fR|\\fB\\-\\-output", "PATH"),
+        ("\\-\\-kconfig", "FILE"),
+        ("\\-\\-max\\-offset", "N"),
+        ("\\-\\-section", "NAME"),
+        ("\\-\\-signed", "POLICY"),
+        ("\\-\\-compressed", "POLICY"),
+        ("\\-\\-jobs", "N"),
+    ] {
+        assert!(synopsis.contains(&format!("{option}\\fR \\fI{arg}\\fR]")), "{option} {arg} in\n{synopsis}");
+    }
+    assert!(synopsis.contains("[\\fB\\-\\-check\\fR]") && synopsis.contains("\\fIPATH\\fR..."), "{synopsis}");
+}
+
+#[test]
+fn exit_status_and_examples_say_what_the_tool_does() {
+    let page = page();
+    let status = section(&page, "EXIT STATUS");
+    for code in ["0", "1", "2", "130, 143"] {
+        assert!(status.contains(&format!(".TP\n.B {code}\n")), "no {code} in\n{status}");
+    }
+    assert!(status.contains("under \\-\\-check, at least one module would change"), "{status}");
+    let examples = section(&page, "EXAMPLES");
+    for what in [
+        "drivers/foo/foo.ko",                   // one file
+        "lib/modules/7.2.13\\fR",               // a tree
+        "\\-\\-check \\-\\-kconfig /boot/",     // an audit of an installed tree
+        "M=$PWD modules",                       // Kbuild
+        "dkms autoinstall",                     // DKMS
+        "%{?__brp_zero_weak_mcount}",           // rpm
+        "dh\\-sequence\\-zero\\-weak\\-mcount", // deb
+    ] {
+        assert!(examples.contains(what), "no {what:?} in\n{examples}");
+    }
+    assert!(section(&page, "ENVIRONMENT").contains("RPM_BUILD_NCPUS"));
+    assert!(section(&page, "SEE ALSO").contains("install\\-kbuild\\-hook (8)"));
+}
+
+#[test]
+fn groff_renders_it_without_a_warning() {
+    let mut groff = Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-z"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("groff (apt-get install groff-base)");
+    groff.stdin.take().unwrap().write_all(page().as_bytes()).unwrap();
+    let out = groff.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "groff warnings");
+}
