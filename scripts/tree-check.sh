@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# tree-check.sh — run `zero-weak-mcount --check -v` over whole Debian module
+# tree-check.sh — run `zero-weak-mcount --check --format=json` over whole Debian module
 # trees, with and without the package's own --kconfig, and compare the two
 # runs module by module (see docs/trees.md).
 #
@@ -15,8 +15,8 @@
 # For each tree: every module under lib/modules/KVER/kernel is copied as a
 # plain ELF (decompressed, signature stripped), so that "would change" means
 # "has entries to zero" and nothing else; then
-#   zero-weak-mcount --check -v -j N COPY                 (the default rules)
-#   zero-weak-mcount --check -v -j N --kconfig CFG COPY   (the package config)
+#   zero-weak-mcount --check --format=json -j N COPY               (the default rules)
+#   zero-weak-mcount --check --format=json -j N --kconfig CFG COPY   (the package config)
 # Reported per tree: modules, modules that would change, entries zeroed,
 # entries kept for doubt, errors, modules where both runs zero exactly the
 # same entries (section+offset), the kinds of difference, and the invariant-1
@@ -97,12 +97,13 @@ for t in $trees; do
     n=$(nice -n 5 "${TC[@]}" prep "$mdir/kernel" "$tdir/mods" "$jobs") ||
         { FAILURES+=("$t: preparing the module copies failed"); continue; }
     log "$t: $n modules of $kver copied to $tdir/mods"
-    nice -n 5 "$ZWM" --check -v -j "$jobs" "$tdir/mods" 2>"$tdir/default.log"
+    nice -n 5 "$ZWM" --check --format=json -j "$jobs" "$tdir/mods" >"$tdir/default.jsonl" 2>"$tdir/default.log"
     drc=$?
-    nice -n 5 "$ZWM" --check -v -j "$jobs" --kconfig "$cfg" "$tdir/mods" 2>"$tdir/kconfig.log"
+    nice -n 5 "$ZWM" --check --format=json -j "$jobs" --kconfig "$cfg" "$tdir/mods" \
+        >"$tdir/kconfig.jsonl" 2>"$tdir/kconfig.log"
     krc=$?
-    # --check exits 1 when a file would change or on an error; the logs say which.
-    sum=$("${TC[@]}" analyse "$tdir/default.log" "$tdir/kconfig.log" "$tdir/mods" "$tdir/analysis.json") ||
+    # --check exits 1 when a file would change, 2 on an error; the reports say which.
+    sum=$("${TC[@]}" analyse "$tdir/default.jsonl" "$tdir/kconfig.jsonl" "$tdir/mods" "$tdir/analysis.json") ||
         { FAILURES+=("$t: cannot analyse the logs in $tdir"); continue; }
     syms=$(nice -n 5 "${TC[@]}" symbols "$tdir/mods") ||
         { FAILURES+=("$t: counting the \$*/L0* symbols failed"); syms='{}'; }

@@ -7,10 +7,11 @@ Subcommands:
                          to the same relative path under DST as a plain ELF:
                          decompressed, appended signature stripped (the
                          helpers of scripts/e2e/zwm_e2e.py). Prints the count.
-  analyse DEFAULT.log KCONFIG.log ROOT OUT.json
-                         parse two `--check -v` logs of the tool on the tree
-                         ROOT (without and with --kconfig) and compare them
-                         module by module; print a summary, write details
+  analyse DEFAULT.jsonl KCONFIG.jsonl ROOT OUT.json
+                         read the tool's `--check --format=json` reports on
+                         the tree ROOT (without and with --kconfig) and
+                         compare them module by module; print a summary,
+                         write details
   symbols ROOT           count symbols whose names start with '$' or 'L0'
                          in every module under ROOT (the names that 7.2's
                          kallsyms skips and 6.1-6.5 did not always)
@@ -62,52 +63,36 @@ def cmd_prep(src, dst, jobs=2):
     return 1 if bad else 0
 
 
-LINE_RE = re.compile(r"^zero-weak-mcount: (.+?\.ko): (.*)$")
-SUMMARY_RE = re.compile(r"^zero-weak-mcount: (\d+) modules?: (\d+) would change, (\d+) unchanged, "
-                        r"(\d+) skipped(?: \(([^)]*)\))?, (\d+) errors?$")
-# An entry the tool zeroes or drops (its neutraliser): both count as gone.
-ZERO_RE = re.compile(r"^(?:zero|drop) (\S+) \(distance (\d+)")
-
-
 def parse_log(path, root):
-    """Per module: zeroed entries {location: distance}, kept-for-doubt
-    locations, warnings, errors, the 'would change' summary; and the tool's
-    tree summary line."""
-    mods = collections.defaultdict(lambda: {"zero": {}, "keep": [], "warning": [], "error": [],
-                                            "note": [], "summary": None})
-    tree = None
+    """Per module, from the tool's --format=json lines (docs/report-format.md):
+    weak entries {location: distance}, kept-for-doubt locations, warnings,
+    errors, the status and the rule; and the tree's counts."""
+    mods = {}
+    tree = collections.Counter()
+    skipped = collections.Counter()
     other = []
     for ln in open(path, errors="replace"):
-        ln = ln.rstrip("\n")
-        m = SUMMARY_RE.match(ln)
-        if m:
-            tree = {"modules": int(m[1]), "would_change": int(m[2]), "unchanged": int(m[3]),
-                    "skipped": int(m[4]), "skipped_kinds": m[5] or "", "errors": int(m[6])}
+        try:
+            o = json.loads(ln)
+        except ValueError:
+            other.append(ln.rstrip("\n"))
             continue
-        m = LINE_RE.match(ln)
-        if not m:
-            other.append(ln)
-            continue
-        mod = os.path.relpath(m[1], root)
-        rest = m[2]
-        rec = mods[mod]
-        z = ZERO_RE.match(rest)
-        if z:
-            rec["zero"][z[1]] = int(z[2])
-        elif rest.startswith("keep "):
-            rec["keep"].append(rest)
-        elif rest.startswith("warning: "):
-            rec["warning"].append(rest[9:])
-        elif rest.startswith("error: "):
-            rec["error"].append(rest[7:])
-        elif rest.startswith("note: "):
-            rec["note"].append(rest[6:])
-        else:
-            rec["summary"] = rest
-    return mods, tree, other
-
-
-RULE_RE = re.compile(r"\[([^\]]*)\]")
+        found = o["findings"]
+        rule = (f"{o['arch']}, {o['section']}, {o['rule']} {o['max_offset']}, {o['neutraliser']}"
+                if o["rule"] else f"({(o['reason'] or o['error'] or 'no rule')[:60]})")
+        mods[os.path.relpath(o["file"], root)] = {
+            "zero": {f["location"]: f["distance"] for f in found if f["verdict"] == "weak"},
+            "keep": [f["location"] for f in found if f["verdict"] == "doubt"],
+            "warning": o["warnings"], "error": [o["error"]] if o["error"] else [],
+            "status": o["status"], "rule": rule}
+        tree["modules"] += 1
+        tree[o["status"]] += 1
+        if o["status"] == "skipped":
+            skipped[o["reason"] or ""] += 1
+    tree = {"modules": tree["modules"], "would_change": tree["would_change"], "unchanged": tree["unchanged"],
+            "skipped": tree["skipped"], "skipped_kinds": dict(skipped), "errors": tree["error"]}
+    return collections.defaultdict(lambda: {"zero": {}, "keep": [], "warning": [], "error": [],
+                                            "status": None, "rule": "(not seen)"}, mods), tree, other
 
 
 def cmd_analyse(dlog, klog, root, out):
@@ -126,7 +111,7 @@ def cmd_analyse(dlog, klog, root, out):
         res[tag + "_changed_list"] = {n: sorted(mods[n]["zero"].values()) for n in names if mods[n]["zero"]}
         # would change without zeroing anything (a tag write, say)
         res[tag + "_change_without_zero"] = sorted(
-            n for n in names if (mods[n]["summary"] or "").startswith("would change") and not mods[n]["zero"])
+            n for n in names if mods[n]["status"] == "would_change" and not mods[n]["zero"])
     agree, differ = 0, []
     viol = []
     for n in names:
@@ -139,12 +124,9 @@ def cmd_analyse(dlog, klog, root, out):
         kind = ("default zeroes more (invariant 1 violated)" if only_d and not only_k else
                 "default zeroes less (misses)" if only_k and not only_d else
                 "both differ" if only_d and only_k else "same entries, other distance")
-        rd = RULE_RE.findall(d[n]["summary"] or "")
-        rk = RULE_RE.findall(k[n]["summary"] or "")
         differ.append({"module": n, "kind": kind, "only_default": {x: dz[x] for x in only_d},
                        "only_kconfig": {x: kz[x] for x in only_k},
-                       "default_rule": rd[-1] if rd else d[n]["summary"],
-                       "kconfig_rule": rk[-1] if rk else k[n]["summary"]})
+                       "default_rule": d[n]["rule"], "kconfig_rule": k[n]["rule"]})
         if only_d:
             viol.append(n)
     res["agree"] = agree
@@ -153,9 +135,7 @@ def cmd_analyse(dlog, klog, root, out):
     res["invariant1_violations"] = viol
     # which rule each run used, by count
     for tag, mods in (("default", d), ("kconfig", k)):
-        res[tag + "_rules"] = collections.Counter(
-            (RULE_RE.findall(mods[n]["summary"] or "") or ["(" + (mods[n]["summary"] or "no summary")[:60] + ")"])[-1]
-            for n in names).most_common(6)
+        res[tag + "_rules"] = collections.Counter(mods[n]["rule"] for n in names).most_common(6)
     json.dump(res, open(out, "w"), indent=1, sort_keys=True)
     print(json.dumps({x: res[x] for x in ("modules_seen", "default", "kconfig", "default_modules_zeroing",
                                           "kconfig_modules_zeroing", "default_entries_zeroed",
