@@ -3,7 +3,7 @@
 # and `make install` for packagers.
 .PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e kernel-e2e-7.3 \
 	kernel-bench kernel-bench-amdgpu tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
-	kernel-selftests kernel-build-matrix kernel-debug probe-e2e check bench bench-quick fuzz lint
+	kernel-selftests kernel-build-matrix kernel-debug probe-e2e dkms-abi check bench bench-quick fuzz lint
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -203,6 +203,13 @@ kernel-bench: build
 
 kernel-bench-amdgpu: build
 	scripts/kernel-bench.sh --amdgpu
+
+# Not part of check: the .deb in a clean trixie root with two kernel ABIs
+# (6.12 and trixie-backports' newest), real DKMS packages, the headers hook,
+# the purge of one ABI, and the tool's removal as the negative control
+# (docs/kbuild.md).  Needs root and the network (cached in ZWM_CACHE).
+dkms-abi:
+	scripts/integration/dkms-abi.sh
 
 # Not part of check: --check over whole Debian module trees, with and
 # without their config (docs/trees.md); a cold cache downloads about 1 GB.
