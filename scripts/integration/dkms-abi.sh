@@ -70,6 +70,7 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/dkms-abi
 mkdir -p "$cache/archives"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dkms-abi.XXXXXX")
 R=$work/root
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
 	if [ "$keep" = 1 ]; then log "kept: $work"; else rm -rf --one-file-system "$work"; fi
 }
