@@ -257,3 +257,51 @@ fn a_closed_pipe_ends_the_run_quietly() {
     }
     assert!(before > 0, "the run went on after its reader left ({after} processed)");
 }
+
+/// On a terminal (a pty from `script`), SIGINT once the progress line is
+/// drawn: the line is cleared before `interrupted: ...` is printed, so that
+/// line starts at the left margin and nothing of the count is left after it.
+#[test]
+fn sigint_on_a_terminal_clears_the_progress_line() {
+    use std::io::Read as _;
+    let script = Command::new("script").arg("--version").output();
+    assert!(
+        script.is_ok_and(|o| o.status.success()),
+        "this test needs script(1) from util-linux for a pseudo-terminal (apt-get install bsdutils)"
+    );
+    let dir = common::Scratch::new("sigint-tty");
+    let n = 40;
+    let (tree, _, _) = big_tree(&dir, n);
+    // `exec` keeps the shell's pid, which it prints first.
+    let cmd = format!("echo PID $$; exec {BIN} -j1 {}", tree.display());
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    let progress = "\rzero-weak-mcount: ";
+    // Read until the pid and a first progress draw have come.
+    while !(text.contains("PID ") && text.contains(progress)) {
+        let got = out.read(&mut buf).unwrap();
+        assert!(got > 0, "the run ended before a progress line: {text:?}");
+        text.push_str(&String::from_utf8_lossy(&buf[..got]));
+    }
+    let pid: i32 = text.split("PID ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    // SAFETY: kill(2) on the tool, our grandchild, still running: its
+    // progress line was just drawn and `script` waits for it.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    out.read_to_string(&mut text).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{text:?}");
+    let at = text.find("zero-weak-mcount: interrupted: ").unwrap_or_else(|| panic!("{text:?}"));
+    assert!(text[..at].ends_with("\r\x1b[K"), "the progress line was not cleared first: {text:?}");
+    // The pty ends lines with "\r\n"; nothing else follows the count.
+    let line = text[at..].strip_suffix("\r\n").unwrap_or_else(|| panic!("{text:?}"));
+    let done = line.strip_prefix("zero-weak-mcount: interrupted: ").unwrap().split(' ').next().unwrap();
+    assert_eq!(line, format!("zero-weak-mcount: interrupted: {done} of {n} done ({done} changed)"), "{text:?}");
+    assert!(done.parse::<usize>().unwrap() < n, "{text:?}");
+}
