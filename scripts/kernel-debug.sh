@@ -37,7 +37,7 @@
 # on a busy 2-core host).
 #
 # Not part of make check: the KASAN and lockdep build and the boots under
-# TCG take too long (docs/kernel-e2e.md has the dated result).
+# TCG take too long (docs/runs/*-kernel-debug.md has the dated results).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
