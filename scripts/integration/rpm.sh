@@ -92,11 +92,18 @@ ok "a .ko.xz gets one warning (process before compression); brp --help prints it
 
 # --- 2. rpmbuild -----------------------------------------------------------------
 # A private _rpmconfigdir (rpm's own files + our brp), as if the brp were
-# installed in /usr/lib/rpm; the macro file is loaded as-is.
+# installed in /usr/lib/rpm; the macro file is loaded with the brp's
+# path moved there.
 confdir=$(rpm --eval '%{_rpmconfigdir}')
 mkdir -p "$W/rpmconfig"
 for f in "$confdir"/*; do ln -s "$f" "$W/rpmconfig/"; done
 cp -- "$brp" "$W/rpmconfig/brp-zero-weak-mcount"
+# The installed macro names the brp where the package put it
+# (/usr/lib/rpm, inside ZWM_RPM_ROOT here): point it at the private copy.
+grep -q "^%__brp_zero_weak_mcount $confdir/brp-zero-weak-mcount " "$macros" ||
+	fail "$macros does not name $confdir/brp-zero-weak-mcount: $(grep __brp_zero_weak_mcount "$macros")"
+sed "s|^%__brp_zero_weak_mcount $confdir/|%__brp_zero_weak_mcount $W/rpmconfig/|" "$macros" >"$W/macros"
+macros=$W/macros
 openssl req -new -x509 -nodes -days 36500 -subj "/CN=zwm rpm test signing key" -newkey rsa:2048 \
 	-keyout "$W/signing_key.pem" -outform PEM -out "$W/signing_cert.pem" >/dev/null 2>&1 || fail "openssl req failed"
 
