@@ -16,6 +16,7 @@
 //! - [`plan`]: every byte to write, checked in full, then applied;
 //! - [`process`]: one module's bytes, start to end;
 //! - [`report`]: what the analysis found, as plain data;
+//! - [`risk`]: the functions whose ftrace lookup can reach a dead record;
 //! - [`render`]: every word said about it;
 //! - [`error`]: every way it can fail, each with its remedy;
 //! - [`stop`]: SIGINT, SIGTERM and a closed pipe end a run between modules.

@@ -39,6 +39,9 @@ fn main() -> ExitCode {
         Ok(inputs) => inputs,
         Err(msg) => return usage(&msg),
     };
+    if cli.format == Format::Json && cli.output.as_deref() == Some(Path::new("-")) {
+        return usage("--format=json writes the reports to stdout: -o - cannot write the module there too");
+    }
 
     let opts = Options {
         check: cli.check,

@@ -446,6 +446,10 @@ fn json_reports_the_bundled_modules_entries() {
     assert_eq!(o.matches("\"verdict\": \"weak\"").count(), 2, "{o}");
     assert_eq!(o.matches("\"verdict\": \"kept\"").count(), 6, "{o}");
     assert!(out.stderr.is_empty(), "-v lines go to JSON, not stderr: {}", stderr(&out));
+    // The reports own stdout: a module written there too is refused.
+    let out = tool(&["--format=json", "-o", "-", MODULE]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(out.stdout.is_empty() && stderr(&out).contains("-o - cannot"), "{}", stderr(&out));
 }
 
 /// After the write the same module is unchanged, and a file that cannot be
