@@ -409,6 +409,16 @@ fn x86_64(cx: Ctx<'_>) -> Result<Choice, NoCheck> {
 /// whose larger offset keeps more.
 pub const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 
+/// Whether a little-endian arm64 word is a `bti` landing pad (`bti`,
+/// `bti c`, `bti j`, `bti jc`: `HINT #32..#38`, arch/arm64/include/asm/insn.h),
+/// which a function starts with, before its patchable entry, under
+/// `-mbranch-protection=bti`.
+#[must_use]
+pub fn is_arm64_bti(word: &[u8]) -> bool {
+    let Ok(w) = <[u8; 4]>::try_from(word) else { return false };
+    matches!(u32::from_le_bytes(w), 0xd503_241f | 0xd503_245f | 0xd503_249f | 0xd503_24df)
+}
+
 fn has_endbr64(cx: Ctx<'_>) -> bool {
     text_sections(cx).any(|code| code.windows(4).any(|w| w == ENDBR64))
 }
@@ -838,6 +848,31 @@ fn apply_overrides(row: &Row, mut rule: Rule, configured: bool, over: &Overrides
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_patch_site_follows_the_adjust() {
+        use crate::risk::PatchSite;
+        // arm64 and riscv records move into the function only where the
+        // adjust moves them; unadjusted mcount stays a symbol fact.
+        assert_eq!(Arch::Arm64.patch_site(Adjust::PatchSite), PatchSite::ArmBl);
+        assert_eq!(Arch::Arm64.patch_site(Adjust::Identity), PatchSite::AtSymbol);
+        assert_eq!(Arch::Riscv.patch_site(Adjust::PatchSite), PatchSite::SecondInsn);
+        assert_eq!(Arch::Riscv.patch_site(Adjust::Identity), PatchSite::AtSymbol);
+        assert_eq!(Arch::X86_64.patch_site(Adjust::Identity), PatchSite::AfterEndbr64);
+        assert_eq!(Arch::S390.patch_site(Adjust::Identity), PatchSite::AtSymbol);
+    }
+
+    #[test]
+    fn bti_landing_pads_and_nothing_else() {
+        for w in [0xd503_241f_u32, 0xd503_245f, 0xd503_249f, 0xd503_24df] {
+            assert!(is_arm64_bti(&w.to_le_bytes()), "{w:#x}");
+        }
+        // nop, paciasp, and a bti word read big-endian are not landing pads.
+        for w in [0xd503_201f_u32, 0xd503_233f, 0x5f24_03d5] {
+            assert!(!is_arm64_bti(&w.to_le_bytes()), "{w:#x}");
+        }
+        assert!(!is_arm64_bti(&[0x5f, 0x24, 0x03]));
+    }
 
     #[test]
     fn kernel_release_from_vermagic() {

@@ -351,13 +351,18 @@ fn at_risk(
             continue;
         }
         let size = info.sections.get(sym.section as usize).map_or(0, |s| s.size);
-        let patch_site = match rule.arch.patch_site() {
+        let patch_site = match rule.arch.patch_site(rule.adjust) {
             PatchSite::AtSymbol => sym.value,
             PatchSite::AfterEndbr64 => {
                 let endbr = elf::section_bytes(image, info, sym.section, sym.value, 4) == Some(&arch::ENDBR64[..]);
                 sym.value + if endbr { 4 } else { 0 }
             }
             PatchSite::LocalEntry => sym.value + u64::from(sym.local_entry),
+            PatchSite::ArmBl => {
+                let first = elf::section_bytes(image, info, sym.section, sym.value, 4);
+                sym.value + if first.is_some_and(arch::is_arm64_bti) { 8 } else { 4 }
+            }
+            PatchSite::SecondInsn => sym.value + 4,
         };
         functions.push(Function {
             name: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),

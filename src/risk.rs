@@ -21,6 +21,10 @@ pub enum PatchSite {
     AfterEndbr64,
     /// ppc64 `ELFv2`: at the local entry point, `st_other` says how far.
     LocalEntry,
+    /// arm64 patchable entries: the `BL`, 4 bytes in, 8 after a `bti`.
+    ArmBl,
+    /// riscv patchable entries from 6.13: 4 bytes in, past the `auipc`.
+    SecondInsn,
 }
 
 /// One function as kallsyms sees it in the module.

@@ -107,13 +107,21 @@ pub fn srcarch_of(arch: &str) -> &str {
 impl Arch {
     /// Where a function's own ftrace record is relative to its symbol, as
     /// the at-risk analysis needs it ([`crate::risk`], docs/at-risk.md).
+    /// The adjust matters: where `ftrace_call_adjust()` moves a location to
+    /// the patched instruction, that instruction is never the first one.
     #[must_use]
-    pub fn patch_site(self) -> PatchSite {
-        match self {
+    pub fn patch_site(self, adjust: Adjust) -> PatchSite {
+        match (self, adjust) {
             // ENDBR_INSN_SIZE: the __fentry__ call follows endbr64.
-            Arch::X86_64 => PatchSite::AfterEndbr64,
+            (Arch::X86_64, _) => PatchSite::AfterEndbr64,
             // `ELFv2`: the record follows the global-entry TOC setup.
-            Arch::Ppc64 => PatchSite::LocalEntry,
+            (Arch::Ppc64, _) => PatchSite::LocalEntry,
+            // arch/arm64/kernel/ftrace.c: the record is the `BL`, which
+            // follows `mov x9, x30` (and a leading `bti c`, when the
+            // function has one).
+            (Arch::Arm64, Adjust::PatchSite) => PatchSite::ArmBl,
+            // arch/riscv/kernel/ftrace.c from 6.13: past the `auipc`.
+            (Arch::Riscv, Adjust::PatchSite) => PatchSite::SecondInsn,
             // Not modelled: treated as at the symbol (docs/at-risk.md).
             _ => PatchSite::AtSymbol,
         }
