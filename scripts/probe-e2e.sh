@@ -21,6 +21,14 @@
 #               (scripts/probe/livepatch.c, built in a Debian root made with
 #               mmdebstrap that holds the release's gcc and linux-headers)
 #   trixie-amd64 the same on Debian trixie's 6.12 x86_64 kernel
+#   bookworm-amd64 the same on Debian bookworm's 6.1 x86_64 kernel, which
+#               has no IBT: every record sits at its function's first byte,
+#               so nothing is at risk and the row's check is that every
+#               probe reaches its function on the shipped module too (and
+#               that the dead records are there, then gone); 6.1 has no
+#               fprobe events (no column) and no
+#               available_filter_functions_addrs (the host places the
+#               listed records from the module file)
 #   sid-arm64   Debian sid 7.2 arm64 (virt, cortex max): kvm is built in
 #               there, and the one module of the tree with dead weak bodies
 #               is rvu_nicpf.ko (with the three modules it needs), whose
@@ -46,7 +54,7 @@ PY=(python3 "$PROBE/probe.py")
 E2EPY=(python3 "$REPO/scripts/e2e/zwm_e2e.py")
 FETCH=$REPO/scripts/fetch-debian-kernel.sh
 
-ALL_ROWS="sid-amd64 trixie-amd64 sid-arm64 sid-ppc64el"
+ALL_ROWS="sid-amd64 trixie-amd64 bookworm-amd64 sid-arm64 sid-ppc64el"
 rows=$ALL_ROWS
 work=${ZWM_PROBE_WORK:-}
 while [ $# -gt 0 ]; do
@@ -80,7 +88,8 @@ FAILURES=()
 build_livepatch() {
     local abi=$1 out=$2 broot gccpkg cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
     broot=$cache/probe-build/$SUITE-$DEBARCH-$abi
-    gccpkg=$(sed -n 's/^CONFIG_CC_VERSION_TEXT=".*-gcc-\([0-9][0-9]*\) .*/gcc-\1/p' "$KCONFIG")
+    # "x86_64-linux-gnu-gcc-14 (Debian ...)" from 6.12 on, "gcc-12 (Debian ...)" in 6.1.
+    gccpkg=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\(.*-\)\{0,1\}gcc-\([0-9][0-9]*\) .*/gcc-\2/p' "$KCONFIG")
     [ -n "$gccpkg" ] || { FAILURES+=("$ROW: no gcc version in $KCONFIG"); return 1; }
     command -v mmdebstrap >/dev/null || install_packages mmdebstrap
     # A release's newest kernel is often in its -security suite only.
@@ -131,7 +140,7 @@ boot() {
 run_row() {
     ROW=$1
     case "$ROW" in
-        sid-amd64|trixie-amd64)
+        sid-amd64|trixie-amd64|bookworm-amd64)
             SUITE=${ROW%-amd64} DEBARCH=amd64 GARCH=x86_64 GCPU=max MOD=kvm WORKLOAD=kvmdrive LIVEPATCH=irqfd_wakeup
             CC=gcc
             # In load order: kvm-amd needs ccp; kvm needs irqbypass.

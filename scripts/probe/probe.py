@@ -69,7 +69,8 @@ def group_sizes(count, entry):
 
 def init_entries(elf):
     """(all __mcount_loc entries, those that point into .init.text, those
-    the file leaves zero) of a module file."""
+    the file leaves zero, [(section, offset)] of the non-zero ones) of a
+    module file."""
     secs = guest.elf_sections(elf)
     names = [s[0] for s in secs]
     e = "<" if elf[5] == 1 else ">"
@@ -80,23 +81,41 @@ def init_entries(elf):
     loc = secs[names.index(table)]
     total = loc[4] // 8
     init = zero = 0
+    sites = []
     rela = ".rela" + table
     if rela in names:
         _n, _t, _f, off, size, link, _ent = secs[names.index(rela)]
         symoff, symsize = secs[link][3], secs[link][4]
         covered = set()
         for i in range(size // 24):
-            r_off, info, _add = struct.unpack_from(e + "QQq", elf, off + 24 * i)
+            r_off, info, add = struct.unpack_from(e + "QQq", elf, off + 24 * i)
             sym, typ = info >> 32, info & 0xFFFFFFFF
             if typ == 0:
                 continue
             covered.add(r_off)
             assert 24 * sym < symsize
             shndx, = struct.unpack_from(e + "H", elf, symoff + 24 * sym + 6)
-            if 0 < shndx < len(secs) and secs[shndx][0] == ".init.text":
-                init += 1
+            value, = struct.unpack_from(e + "Q", elf, symoff + 24 * sym + 8)
+            if 0 < shndx < len(secs):
+                sites.append((secs[shndx][0], value + add))
+                if secs[shndx][0] == ".init.text":
+                    init += 1
         zero = total - len(covered)
-    return total, init, zero
+    return total, init, zero, sites
+
+
+def place_records(names, sites, sects, arch):
+    """Before 6.5 the guest lists a module's records by name only
+    (available_filter_functions, in record order, which is address order).
+    Their addresses are the module's __mcount_loc entries placed at the
+    loaded section addresses (x86_64: ftrace_call_adjust() changes
+    nothing), less .init.text, whose records are freed after init."""
+    if arch != "x86_64":
+        raise SystemExit(f"probe.py: no record addresses for {arch}")
+    ips = sorted(sects[sec] + off for sec, off in sites if sec != ".init.text" and sec in sects)
+    if len(ips) != len(names) or len(ips) != sum(1 for sec, _o in sites if sec != ".init.text"):
+        raise SystemExit(f"probe.py: {len(names)} records listed, {len(ips)} placed from the module")
+    return dict(zip(ips, names))
 
 
 def bsearch(recs, lo, hi, insn):
@@ -131,11 +150,13 @@ def lookup_rec(pages, lo, hi, insn):
 def facts(boot, module, arch, out):
     rep = guest.read_console(boot)
     mod = next(k[1] for k in rep["blocks"] if k[0] == "RECORDS")
-    recs = {}
+    recs, names = {}, []
     for ln in rep["blocks"][("RECORDS", mod)]:
         f = ln.split()
-        if len(f) >= 2 and re.fullmatch(r"[0-9a-f]+", f[0]):
+        if len(f) == 3 and re.fullmatch(r"[0-9a-f]+", f[0]):
             recs[int(f[0], 16)] = f[1]
+        elif len(f) == 2 and f[1] == f"[{mod}]":
+            names.append(f[0])
     syms = []
     for ln in rep["blocks"][("KALLSYMS", mod)]:
         f = ln.split()
@@ -148,7 +169,10 @@ def facts(boot, module, arch, out):
             sects[f[0]] = int(f[1], 16)
     entry, insn = ARCH[arch]
     elf, _signed = guest.strip_signature(guest.read_module(module))
-    total, n_init, n_zero = init_entries(elf)
+    total, n_init, n_zero, sites = init_entries(elf)
+    placed = not recs and bool(names)
+    if placed:
+        recs = place_records(names, sites, sects, arch)
     ips = sorted(recs)
     init_high = sects.get(".init.text", 0) > sects.get(".text", 0)
     # The module's records as loaded: init ones (None) at the end or start.
@@ -162,6 +186,16 @@ def facts(boot, module, arch, out):
     for a, t, n in syms:
         if t in "tT" and n not in by_name:
             by_name[n] = a
+    if placed:
+        # Each placed record that the kernel names after a function must
+        # sit at that function's first byte (no IBT: offset 0).
+        at = {}
+        for a, t, n in syms:
+            at.setdefault(a, set()).add(n)
+        wrong = [f"{n}@{ip:#x}" for ip, n in recs.items()
+                 if not n.startswith(INVALID) and n not in at.get(ip, ())]
+        if wrong:
+            raise SystemExit(f"probe.py: placed records disagree with kallsyms: {wrong[:5]}")
     addrs = sorted({a for a, _t, _n in syms})
     text_end = max(recs) + insn
 
@@ -178,6 +212,7 @@ def facts(boot, module, arch, out):
                             "hits": int(m[5])}
     marks = {t: a for t, a in rep["markers"]}
     rcs = {}
+    fprobe_events = marks.get("FPROBE-EVENTS", ["yes"])[0] == "yes"
     for tag in ("CONTROL-FILTER", "FPROBE-DEFINE", "FPROBE-ENABLE"):
         rcs[tag] = dict(x.split("=", 1) for x in marks.get(tag, []))
     lp_func = None
@@ -245,6 +280,7 @@ def facts(boot, module, arch, out):
             row["livepatch"] = dict(lp, listed=listed("livepatch", f))
         rows.append(row)
     res = {"uname": rep["uname"], "module": mod, "arch": arch, "records": len(ips),
+           "records_placed": placed, "fprobe_events": fprobe_events,
            "invalid_records": sum(1 for n in recs.values() if n.startswith(INVALID)),
            "mcount_entries": total, "init_entries": n_init, "zero_entries": n_zero,
            "groups": [len(p) for p in pages], "init_high": init_high,
@@ -299,6 +335,11 @@ def row(stock_p, proc_p, tool_p, out):
              "processed fprobe | processed fentry"]
     pred, seen_f, seen_b, risk = set(), set(), set(), set()
     pr_bad_f, pr_bad_b = set(), set()
+    ver = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", s["uname"]).groups())
+    # fprobe events came with 6.5; a kernel without them has no column.
+    has_f = s.get("fprobe_events", True) and p.get("fprobe_events", True)
+    if not has_f and ver >= (6, 5):
+        fails.append(f"{s['uname']} should have fprobe events (tracefs README lacks the f: syntax)")
     for a, b in zip(s["functions"], p["functions"]):
         f = a["function"]
         if "error" in a or "error" in b:
@@ -309,6 +350,8 @@ def row(stock_p, proc_p, tool_p, out):
             pa = r.get(f"{col}_patched")
             site = "" if pa is None else " site " + (",".join(pa) or "none")
             if col == "fprobe":
+                if not has_f:
+                    return "-"
                 return ("listed" if r["fprobe_listed"] else "NOT listed") + f" {r['fprobe_hits']}" + site
             fe = r.get("fentry")
             if not fe:
@@ -318,18 +361,18 @@ def row(stock_p, proc_p, tool_p, out):
             pred.add(f)
         if a["at_risk"]:
             risk.add(f)
-        if not reached(a, "fprobe"):
+        if has_f and not reached(a, "fprobe"):
             seen_f.add(f)
         if a.get("fentry") and not reached(a, "fentry"):
             seen_b.add(f)
-        if not reached(b, "fprobe"):
+        if has_f and not reached(b, "fprobe"):
             pr_bad_f.add(f)
         if b.get("fentry") and not reached(b, "fentry"):
             pr_bad_b.add(f)
         if b["at_risk"] or b["predicted_misdirected"]:
             fails.append(f"processed: {f} still at risk by the replay")
         for r, tag in ((a, "stock"), (b, "processed")):
-            if r["fprobe_define"] != "0" or r["fprobe_enable"] != "0":
+            if has_f and (r["fprobe_define"] != "0" or r["fprobe_enable"] != "0"):
                 fails.append(f"{tag}: {f}: fprobe define/enable rc {r['fprobe_define']}/{r['fprobe_enable']}")
             if not r["control_listed"]:
                 fails.append(f"{tag}: {f}: the control (function tracer) did not enable it")
@@ -349,9 +392,10 @@ def row(stock_p, proc_p, tool_p, out):
     # name match over the records that skips disabled ones) until fprobe
     # moved onto the function graph tracer in 6.14; since then each name
     # becomes an address and goes through ftrace_location().
-    ver = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", s["uname"]).groups())
     pred_f = pred if ver >= (6, 14) else set()
-    if ver < (6, 14):
+    if not has_f:
+        lines.append(f"fprobe: {s['uname']} has no fprobe events: no column")
+    elif ver < (6, 14):
         lines.append(f"fprobe: {s['uname']} resolves fprobe events by name (before 6.14): none predicted")
     if seen_f != pred_f:
         fails.append(f"stock fprobe misdirected {sorted(seen_f)} != predicted {sorted(pred_f)}")
@@ -371,6 +415,8 @@ def row(stock_p, proc_p, tool_p, out):
             lines.append(f"livepatch on {a['function']}: stock {la} ; processed {lb}; control {a['control_hits']}")
             if a["predicted_misdirected"] and reached(a, "livepatch"):
                 fails.append("stock livepatch reached a function predicted misdirected")
+            if not a["predicted_misdirected"] and not reached(a, "livepatch"):
+                fails.append("stock livepatch missed a function the lookup gives its own record")
             if not reached(b, "livepatch"):
                 fails.append("processed livepatch did not run as often as the control")
     tool = at_risk_from_tool(tool_p)
@@ -378,7 +424,24 @@ def row(stock_p, proc_p, tool_p, out):
         lines.append(f"tool at_risk: {sorted(tool)}")
         if set(tool) != risk:
             fails.append(f"tool at_risk {sorted(tool)} != replay at risk {sorted(risk)}")
-    if not pred:
+    # The dead records are there on the shipped module and gone on the
+    # processed one: each dead site the boots found inside a probed
+    # function's extent is one record fewer after processing.
+    dead = sum(len(x.get("dead_sites", [])) for x in s["functions"])
+    lines.append(f"dead records: stock {dead} in the probed functions' extents "
+                 f"({s['invalid_records']} listed invalid), processed "
+                 f"{s['records'] - p['records']} fewer records ({p['invalid_records']} invalid)")
+    if dead == 0 or s["records"] - p["records"] != dead:
+        fails.append(f"stock has {dead} dead records, the processed boot {s['records'] - p['records']} fewer")
+    if p["invalid_records"]:
+        fails.append(f"processed: {p['invalid_records']} invalid records")
+    if not risk:
+        # The negative control of a row that predicts nothing: why nothing.
+        sites = sorted({x["patch_site"] for x in s["functions"] if "patch_site" in x}, key=str)
+        lines.append("nothing at risk, so nothing predicted misdirected: every probed function's own "
+                     f"record is at its patch site {sites}, so ftrace_location(F) finds it in the "
+                     "exact lookup [F, F] and never runs the range lookup that can return a dead record")
+    elif not pred:
         lines.append("nothing predicted misdirected: the negative control cannot fail here")
     return guest.verdict(out, "\n".join(lines), fails, "probe-e2e")
 

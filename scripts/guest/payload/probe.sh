@@ -20,8 +20,15 @@ P=/probe
 M=$(cat "$P/module")
 FUNCS=$(cat "$P/functions")
 WORK="$P/$(cat "$P/workload" 2>/dev/null || echo kvmdrive)"
+# Before 6.5 there is no available_filter_functions_addrs: the names alone,
+# in record order (the host places them from the module file and the
+# section addresses).
 echo "@@ZWM RECORDS-BEGIN $M"
-grep " \[$M\]\$" "$T/available_filter_functions_addrs"
+if [ -f "$T/available_filter_functions_addrs" ]; then
+    grep " \[$M\]\$" "$T/available_filter_functions_addrs"
+else
+    grep " \[$M\]\$" "$T/available_filter_functions"
+fi
 echo "@@ZWM RECORDS-END"
 echo "@@ZWM KALLSYMS-BEGIN $M"
 grep "\[$M\]$" /proc/kallsyms
@@ -36,7 +43,7 @@ echo "@@ZWM SECTIONS-END"
 # after one of them (an arch without the kernel's weak check names a dead
 # record after the function before it) or invalid (one with it).
 SITES=""
-if [ -x "$P/kpeek" ]; then
+if [ -x "$P/kpeek" ] && [ -f "$T/available_filter_functions_addrs" ]; then
     SITES=$(grep " \[$M\]\$" "$T/available_filter_functions_addrs" |
         awk -v fs="$FUNCS" 'BEGIN {n = split(fs, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1}
             ($2 in w) || ($2 ~ /^__ftrace_invalid_address__/) {print $1}' | tr '\n' ' ')
@@ -95,35 +102,42 @@ count_hits /tmp/trace-control function
 echo "@@ZWM HITS-END"
 
 # --- fprobe events -------------------------------------------------------------
-echo > "$T/trace"
-defs="" ens=""
-for f in $FUNCS; do
-    echo "f:zwm/$(ev "$f") $f" >> "$T/dynamic_events"
-    # shellcheck disable=SC2320 # the status of that write is the result
-    defs="$defs $f=$?"
-done
-for f in $FUNCS; do
-    echo 1 > "$T/events/zwm/$(ev "$f")/enable"
-    # shellcheck disable=SC2320 # the status of that write is the result
-    ens="$ens $f=$?"
-done
-echo "@@ZWM FPROBE-DEFINE$defs"
-echo "@@ZWM FPROBE-ENABLE$ens"
-echo 1 > "$T/tracing_on"
-echo "@@ZWM ENABLED-BEGIN fprobe"
-grep " \[$M\]" "$T/enabled_functions"
-echo "@@ZWM ENABLED-END"
-peek fprobe
-echo "@@ZWM WORKLOAD fprobe $($WORK 2>&1 | tail -n 1)"
-sleep 1
-echo 0 > "$T/tracing_on"
-cat "$T/trace" > /tmp/trace-fprobe
-echo "@@ZWM HITS-BEGIN fprobe"
-count_hits /tmp/trace-fprobe fprobe
-echo "@@ZWM HITS-END"
-for f in $FUNCS; do echo 0 > "$T/events/zwm/$(ev "$f")/enable"; done
-for f in $FUNCS; do echo "-:zwm/$(ev "$f")" >> "$T/dynamic_events"; done
-echo > "$T/trace"
+# Not on every kernel (6.5 added them; Debian's 6.1 has no CONFIG_FPROBE):
+# the README of tracefs lists the "f:" syntax where they exist.
+if grep -qF 'f[:[<group>/][<event>]] <func-name>' "$T/README"; then
+    echo "@@ZWM FPROBE-EVENTS yes"
+    echo > "$T/trace"
+    defs="" ens=""
+    for f in $FUNCS; do
+        echo "f:zwm/$(ev "$f") $f" >> "$T/dynamic_events"
+        # shellcheck disable=SC2320 # the status of that write is the result
+        defs="$defs $f=$?"
+    done
+    for f in $FUNCS; do
+        echo 1 > "$T/events/zwm/$(ev "$f")/enable"
+        # shellcheck disable=SC2320 # the status of that write is the result
+        ens="$ens $f=$?"
+    done
+    echo "@@ZWM FPROBE-DEFINE$defs"
+    echo "@@ZWM FPROBE-ENABLE$ens"
+    echo 1 > "$T/tracing_on"
+    echo "@@ZWM ENABLED-BEGIN fprobe"
+    grep " \[$M\]" "$T/enabled_functions"
+    echo "@@ZWM ENABLED-END"
+    peek fprobe
+    echo "@@ZWM WORKLOAD fprobe $($WORK 2>&1 | tail -n 1)"
+    sleep 1
+    echo 0 > "$T/tracing_on"
+    cat "$T/trace" > /tmp/trace-fprobe
+    echo "@@ZWM HITS-BEGIN fprobe"
+    count_hits /tmp/trace-fprobe fprobe
+    echo "@@ZWM HITS-END"
+    for f in $FUNCS; do echo 0 > "$T/events/zwm/$(ev "$f")/enable"; done
+    for f in $FUNCS; do echo "-:zwm/$(ev "$f")" >> "$T/dynamic_events"; done
+    echo > "$T/trace"
+else
+    echo "@@ZWM FPROBE-EVENTS no"
+fi
 
 # --- BPF fentry ------------------------------------------------------------------
 if [ -x "$P/fentry" ]; then
