@@ -42,7 +42,6 @@ case "$arch" in
     *) die "--arch x86_64|ppc64le";;
 esac
 mkdir -p "$work"; work=$(cd "$work" && pwd)
-jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 
 newest_llvm() {
     local v
@@ -64,28 +63,13 @@ needs=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "xz xz-utils"
 missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
 
-root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
-tarball=$root/usr/src/linux-source-7.2.tar.xz
-[ -f "$tarball" ] || die "no $tarball"
+series_source 7.2
 src=$work/src obj=$work/obj-$arch
-stamp=$(stat -c '%s %Y' "$tarball")
-if [ ! -f "$src/.zwm-stamp" ] || [ "$(cat "$src/.zwm-stamp")" != "$stamp" ]; then
-    log "unpacking $(basename "$tarball") (stock, no series)"
-    rm -rf "$src"; mkdir -p "$src"
-    tar -xJf "$tarball" -C "$src" --strip-components=1
-    echo "$stamp" > "$src/.zwm-stamp"
-fi
-mkdir -p "$obj"
-"$REPO/scripts/kernel-e2e/${config:-config.sh}" "$src" "$obj.config-new" LLVM="$llvm"
-if ! cmp -s "$obj.config-new/.config" "$obj/.config"; then
-    cp "$obj.config-new/.config" "$obj/.config"
-fi
-rm -rf "$obj.config-new"
+unpack_tree "$src" 0
+kernel_config "${config:-config.sh}" "$src" "$obj" LLVM="$llvm"
 has_line CONFIG_CC_IS_CLANG=y cat "$obj/.config" || die "$obj/.config is not a clang config"
-log "building $arch with LLVM=$llvm (nice make -j$jobs, log in $obj.log)"
-start=$(date +%s)
-nice -n "${ZWM_NICE:-10}" make -C "$src" O="$obj" ARCH=$karch LLVM="$llvm" -j"$jobs" "${targets[@]}" \
-        >"$obj.log" 2>&1 || { tail -n 30 "$obj.log" >&2; die "the clang $arch kernel did not build"; }
-echo $(( $(date +%s) - start )) > "$obj/build-seconds"
+log "building $arch with LLVM=$llvm (nice make -j$JOBS, log in $obj.log)"
+ZWM_NICE=${ZWM_NICE:-10} build_kernel "the clang $arch kernel" "$obj.log" -C "$src" O="$obj" ARCH=$karch LLVM="$llvm" "${targets[@]}"
+echo "$BUILD_SECS" > "$obj/build-seconds"
 log "built in $(cat "$obj/build-seconds") s ($(clang"$llvm" --version | head -n 1))"
 printf '%s\n' "$obj"

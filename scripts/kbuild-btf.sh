@@ -46,7 +46,7 @@
 # --old-rev   the git revision whose Makefile.snippet is the control
 #             (default 8f72ccd).
 # Environment: ZWM (the tool), ZWM_JOBS (make -j, default nproc+1),
-# ZWM_KBUILD_LOCK (if set, every kernel make runs under flock on it).
+# ZWM_BUILD_LOCK (if set, every kernel make runs under flock on it).
 #
 # Host needs: make gcc flex bison bc libelf-dev libssl-dev dwarves (pahole
 # >= 1.22) git; installed with apt-get when missing and run as root.
@@ -63,13 +63,11 @@ while [ $# -gt 0 ]; do
         --src) src=$2; shift 2;;
         --work) work=$2; shift 2;;
         --old-rev) old_rev=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
-jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 t_start=$(date +%s)
 
 missing_packages "make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "git git" \
@@ -87,17 +85,9 @@ grep -q 'cmd_ld_ko_o += .*zwm-version' "$old_snippet" ||
 
 # --- the source: a symlink tree over the read-only one, with its own scripts/ ---
 if [ -z "$src" ]; then
-    root=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2) || die "fetching linux-source-7.2 failed"
-    tarball=$root/usr/src/linux-source-7.2.tar.xz
-    [ -f "$tarball" ] || die "no $tarball"
+    series_source 7.2
     src=$work/linux-source-7.2
-    stamp=$(stat -c '%s %Y' "$tarball")
-    if [ "$(cat "$src/.zwm-unpacked" 2>/dev/null)" != "$stamp" ]; then
-        log "unpacking $(basename "$tarball")"
-        rm -rf "$src"; mkdir -p "$src"
-        tar -xJf "$tarball" -C "$src" --strip-components=1
-        echo "$stamp" >"$src/.zwm-unpacked"
-    fi
+    unpack_tree "$src" 0
 fi
 src=$(cd "$src" && pwd)
 [ "$(sed -n 's/^VERSION = //p;s/^PATCHLEVEL = //p' "$src/Makefile" | paste -sd.)" = 7.2 ] || die "$src is not a Linux 7.2 tree"
@@ -105,7 +95,7 @@ tree=$work/tree obj=$work/obj
 mkdir -p "$tree"
 for e in "$src"/* "$src"/.[!.]*; do
     n=$(basename "$e")
-    [ "$n" = scripts ] || [ "$n" = .zwm-unpacked ] || ln -sfn "$e" "$tree/$n"
+    [ "$n" = scripts ] || [ "$n" = .zwm-stamp ] || ln -sfn "$e" "$tree/$n"
 done
 if [ ! -d "$tree/scripts" ]; then
     cp -a "$src/scripts" "$tree/scripts"
@@ -115,14 +105,10 @@ hook=$REPO/scripts/install-kbuild-hook
 cmp -s "$tree/scripts/Makefile.modfinal" "$src/scripts/Makefile.modfinal" || die "$tree/scripts/Makefile.modfinal is not 7.2's"
 
 # --- the configuration -------------------------------------------------------------
-kmake_in() { # OBJDIR MAKE-ARGS...: make of the tree, under the machine's kernel-build lock if there is one
+kmake_in() { # OBJDIR MAKE-ARGS...: make of the tree, under the build lock (lib.sh's locked)
     local o=$1
     shift
-    if [ -n "${ZWM_KBUILD_LOCK:-}" ]; then
-        flock "$ZWM_KBUILD_LOCK" make -C "$tree" O="$o" "$@"
-    else
-        make -C "$tree" O="$o" "$@"
-    fi
+    locked make -C "$tree" O="$o" "$@"
 }
 kmake() { kmake_in "$obj" "$@"; }
 mkdir -p "$obj.cfg"
@@ -137,10 +123,7 @@ for o in CONFIG_MODULES=y CONFIG_DYNAMIC_FTRACE=y CONFIG_DEBUG_INFO_BTF=y CONFIG
          CONFIG_BINFMT_MISC=m CONFIG_CONFIGFS_FS=m; do
     grep -qx "$o" "$obj.cfg/.config" || die "the configuration lacks $o"
 done
-if ! cmp -s "$obj.cfg/.config" "$obj/.config" 2>/dev/null; then
-    mkdir -p "$obj"; cp "$obj.cfg/.config" "$obj/.config"
-fi
-rm -rf "$obj.cfg"
+install_config "$obj.cfg" "$obj"
 
 # --- the tool: a wrapper with a version we choose ----------------------------------
 tool=$work/bin/zero-weak-mcount
@@ -167,7 +150,7 @@ build() {
     step=$n
     : >"$work/calls.log"
     t0=$(date +%s)
-    kmake -j"$jobs" ZERO_WEAK_MCOUNT="$tool" "$@" vmlinux modules >"$work/$n.log" 2>&1 || rc=$?
+    kmake -j"$JOBS" ZERO_WEAK_MCOUNT="$tool" "$@" vmlinux modules >"$work/$n.log" 2>&1 || rc=$?
     secs[$n]=$(( $(date +%s) - t0 ))
     return $rc
 }
@@ -178,7 +161,7 @@ extbuild() {
     step=$n
     : >"$work/calls.log"
     t0=$(date +%s)
-    kmake -j"$jobs" M="$ext" ZERO_WEAK_MCOUNT="$tool" "$@" modules >"$work/$n.log" 2>&1 || rc=$?
+    kmake -j"$JOBS" M="$ext" ZERO_WEAK_MCOUNT="$tool" "$@" modules >"$work/$n.log" 2>&1 || rc=$?
     secs[$n]=$(( $(date +%s) - t0 ))
     return $rc
 }

@@ -75,7 +75,6 @@ while [ $# -gt 0 ]; do
 done
 [ $amdgpu = 0 ] || work=$work-amdgpu
 mkdir -p "$work"/{kernels,modules,boots}
-jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 
 # The five kernels: name | the ftrace.c it starts from | the patch applied to it
 KERNELS="
@@ -109,15 +108,12 @@ if [ $amdgpu = 1 ]; then
     amd=$(grep -E '^CONFIG_(DRM_AMD|HSA_AMD)' "$(dirname "$TARBALL")"/../lib/modules/*/config |
         sed -E 's/^CONFIG_([A-Z0-9_]+)=y$/--enable \1/; s/^CONFIG_([A-Z0-9_]+)=m$/--module \1/')
     # shellcheck disable=SC2086,SC2116 # echo joins the options, one a line, into one line
-    ZWM_KCONFIG_EXTRA="--module DRM $(echo $amd)" "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new"
-    install_config "$obj.config-new" "$obj"
+    ZWM_KCONFIG_EXTRA="--module DRM $(echo $amd)" kernel_config config.sh "$src" "$obj"
     grep -qx 'CONFIG_DRM_AMDGPU=m' "$obj/.config" || die "the amdgpu config has no CONFIG_DRM_AMDGPU=m"
-    log "building the amdgpu tree (make -j$jobs; log in $obj.log)"
-    start=$(now)
-    locked make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage modules >"$obj.log" 2>&1 ||
-        { tail -n 30 "$obj.log" >&2; die "the amdgpu tree did not build"; }
-    log "amdgpu tree built in $(( $(now) - start )) s"
-    echo "$(( $(now) - start ))" > "$work/tree-build-secs"
+    log "building the amdgpu tree (make -j$JOBS; log in $obj.log)"
+    build_kernel "the amdgpu tree" "$obj.log" -C "$src" O="$obj" ARCH=x86_64 bzImage modules
+    log "amdgpu tree built in $BUILD_SECS s"
+    echo "$BUILD_SECS" > "$work/tree-build-secs"
 fi
 
 # --- five kernels ------------------------------------------------------------------
@@ -157,12 +153,10 @@ for k in $kernels; do
     cmp -s "$v/$k.c" "$ft" || cp "$v/$k.c" "$ft"
     cmp -s "$v/main.bench.c" "$mc" || cp "$v/main.bench.c" "$mc"
     log "building the $k kernel (incremental; log in $work/kernels/$k.log)"
-    start=$(now)
-    locked make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage >"$work/kernels/$k.log" 2>&1 ||
-        { tail -n 30 "$work/kernels/$k.log" >&2; die "the $k kernel did not build"; }
+    build_kernel "the $k kernel" "$work/kernels/$k.log" -C "$src" O="$obj" ARCH=x86_64 bzImage
     cp "$obj/arch/x86/boot/bzImage" "$work/kernels/$k.bzImage"
     echo "$stamp" > "$work/kernels/$k.stamp"
-    log "$k kernel built in $(( $(now) - start )) s"
+    log "$k kernel built in $BUILD_SECS s"
 done
 restore
 
@@ -185,8 +179,8 @@ else
     versions amdgpu "$obj/drivers/gpu/drm/amd/amdgpu/amdgpu.ko"
     stage=$work/stage
     rm -rf "$stage"
-    locked make -C "$src" O="$obj" ARCH=x86_64 INSTALL_MOD_PATH="$stage" modules_install >"$work/install.log" 2>&1 ||
-        { tail -n 20 "$work/install.log" >&2; die "modules_install failed"; }
+    kernel_make "$work/install.log" -C "$src" O="$obj" ARCH=x86_64 INSTALL_MOD_PATH="$stage" modules_install ||
+        die "modules_install failed"
     kver=$(ls "$stage/lib/modules")
     i=10
     while read -r _ ko; do
@@ -202,10 +196,8 @@ for n in $sizes; do
     # Keep the old sources (and their mtimes) when nothing changed.
     if ! diff -rq "$g.new" "$g/src" >/dev/null 2>&1; then rm -rf "$g"; mkdir -p "$g"; mv "$g.new" "$g/src"; fi
     rm -rf "$g.new"
-    start=$(now)
-    locked make -C "$src" O="$obj" M="$g/src" modules >"$g/build.log" 2>&1 ||
-        { tail -n 20 "$g/build.log" >&2; die "the generated module of $n functions did not build"; }
-    gen_secs[$n]=$(( $(now) - start ))
+    build_kernel "the generated module of $n functions" "$g/build.log" -C "$src" O="$obj" M="$g/src" modules
+    gen_secs[$n]=$BUILD_SECS
     versions "gen$n" "$g/src/zwmgen$n.ko"
     for c in unchecked processed stripped; do cases+=("gen$n-$c zwmgen$n 1 digest"); done
 done
@@ -250,6 +242,6 @@ done
     echo -n "Generated module build times (s):"
     for n in $sizes; do echo -n " $n functions ${gen_secs[$n]:-not rebuilt};"; done
     echo
-    [ ! -f "$work/tree-build-secs" ] || echo "The amdgpu tree's cold build took $(cat "$work/tree-build-secs") s (make -j$jobs)."
+    [ ! -f "$work/tree-build-secs" ] || echo "The amdgpu tree's cold build took $(cat "$work/tree-build-secs") s (make -j$JOBS)."
 } > "$work/header.md"
 python3 "$HERE/report.py" "$work" "$m/sizes.tsv" "${boots[@]}"

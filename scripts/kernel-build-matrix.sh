@@ -61,7 +61,6 @@ while [ $# -gt 0 ]; do
 done
 work=$(work_dir "$work" "") || die "cannot make $work"
 [ -n "$rows" ] || rows=$(awk 'NF {print $1}' <<<"$ROWS" | tr '\n' ' ')
-jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 needs=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "/usr/include/gelf.h libelf-dev"
        "/usr/include/openssl/evp.h libssl-dev")
 for r in $rows; do
@@ -84,18 +83,18 @@ build() {
     # Source trees of its own: kernel-e2e patches its series tree for a while.
     src=$work/src-$side obj=$work/$row-$side
     unpack_tree "$src" "$([ "$side" = series ] && echo 1 || echo 0)"
-    mk=(make -C "$src" O="$obj" ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
+    mk=(-C "$src" O="$obj" ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
     if [ "$base" = e2e ]; then
         locked "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
     else
         mkdir -p "$obj.config-new"
-        locked "${mk[@]}" O="$obj.config-new" -s "$base" >/dev/null
+        locked make "${mk[@]}" O="$obj.config-new" -s "$base" >/dev/null
     fi
     if [ "$changes" != - ]; then
         # shellcheck disable=SC2046 # the changes are words on purpose
         "$src/scripts/config" --file "$obj.config-new/.config" $(tr ',' ' ' <<<"$changes")
     fi
-    locked "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
+    locked make "${mk[@]}" O="$obj.config-new" -s olddefconfig >/dev/null
     # A row shows what it claims only if Kconfig kept every change.
     set --
     # shellcheck disable=SC2046 # the changes are words on purpose
@@ -119,8 +118,7 @@ build() {
     # shellcheck disable=SC2005 # one line even if gcc prints nothing
     echo "$("${cross}gcc" --version | head -n 1)" >> "$obj.facts"
     log "$row/$side: prepare"
-    locked "${mk[@]}" -j"$jobs" prepare >"$obj.prepare.log" 2>&1 ||
-        { tail -n 20 "$obj.prepare.log" >&2; return 1; }
+    kernel_make "$obj.prepare.log" "${mk[@]}" prepare || return 1
     # The folders of the objects: Kbuild builds there what this config
     # enables, so an object the config leaves out is simply not built.
     local targets=() dirs
@@ -131,8 +129,7 @@ build() {
     log "$row/$side: W=1 ${targets[*]}"
     # Remove what W=1 must compile again, so that a rerun reports its warnings again.
     for o in $dirs; do rm -f "$obj/$o"*.o; done
-    locked "${mk[@]}" -j"$jobs" W=1 "${targets[@]}" >"$obj.build.log" 2>&1 ||
-        { tail -n 20 "$obj.build.log" >&2; return 1; }
+    kernel_make "$obj.build.log" "${mk[@]}" W=1 "${targets[@]}" || return 1
     for o in "${objects[@]}"; do
         [ -f "$obj/$o" ] || echo "not built: $o" >> "$obj.facts"
     done

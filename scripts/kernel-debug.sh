@@ -53,12 +53,10 @@ while [ $# -gt 0 ]; do
         --build-only) build_only=1; shift;;
         --boot-only) boot_only=1; shift;;
         --stock-control) stock=1; shift;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 work=$(work_dir "${work:-${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-debug}" "")
-jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 missing_packages "make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "cpio cpio" "patch patch" \
     "qemu-system-x86_64 qemu-system-x86" "/usr/include/gelf.h libelf-dev" \
     "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static"
@@ -71,24 +69,20 @@ ftrace=$src/kernel/trace/ftrace.c
 
 # --- 1. two kernels (three with --stock-control) from one tree ----------------------
 build_kernels() {
-    local start
     unpack_tree "$src" 1
     ZWM_KCONFIG_EXTRA="--disable SLUB_TINY --enable SLUB_DEBUG --enable STACKTRACE --enable DEBUG_KERNEL --enable PROVE_LOCKING --enable PROVE_RCU \
         --enable DEBUG_ATOMIC_SLEEP --enable KASAN --enable KASAN_GENERIC --enable KASAN_OUTLINE \
         --enable DEBUG_LIST --enable DEBUG_OBJECTS --enable DEBUG_OBJECTS_FREE \
         --enable DEBUG_OBJECTS_RCU_HEAD --enable DEBUG_OBJECTS_WORK --enable DEBUG_OBJECTS_TIMERS" \
-        "$REPO/scripts/kernel-e2e/config.sh" "$src" "$obj.config-new"
-    install_config "$obj.config-new" "$obj"
+        kernel_config config.sh "$src" "$obj"
     for o in PROVE_LOCKING PROVE_RCU DEBUG_ATOMIC_SLEEP KASAN KASAN_GENERIC DEBUG_LIST DEBUG_OBJECTS; do
         grep -qx "CONFIG_$o=y" "$obj/.config" || die "the debug configuration lacks CONFIG_$o"
     done
     # A run stopped while a variant's ftrace.c was in place leaves the series' copy.
     if [ -f "$work/ftrace.c.series" ]; then rm -f "$ftrace"; cp "$work/ftrace.c.series" "$ftrace"; fi
-    log "building the debug kernel (make -j$jobs, log in $obj.log)"
-    start=$(now)
-    locked make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage modules >"$obj.log" 2>&1 ||
-        { tail -n 30 "$obj.log" >&2; die "the debug kernel did not build"; }
-    log "built in $(( $(now) - start )) s"
+    log "building the debug kernel (make -j$JOBS, log in $obj.log)"
+    build_kernel "the debug kernel" "$obj.log" -C "$src" O="$obj" ARCH=x86_64 bzImage modules
+    log "built in $BUILD_SECS s"
     cp "$image" "$work/bzImage-series"
     cp "$ftrace" "$work/ftrace.c.series"
     patch -s -o "$work/ftrace.c.broken" "$work/ftrace.c.series" "$HERE/broken.patch" || die "broken.patch does not apply"
@@ -107,9 +101,9 @@ variant() {
     local start rc=0
     start=$(now)
     rm "$ftrace"; cp "$2" "$ftrace"
-    locked make -C "$src" O="$obj" ARCH=x86_64 -j"$jobs" bzImage >"$obj-$1.log" 2>&1 || rc=$?
+    kernel_make "$obj-$1.log" -C "$src" O="$obj" ARCH=x86_64 bzImage || rc=$?
     rm -f "$ftrace"; cp "$work/ftrace.c.series" "$ftrace"
-    [ $rc = 0 ] || { tail -n 30 "$obj-$1.log" >&2; die "the $1 kernel did not build"; }
+    [ $rc = 0 ] || die "the $1 kernel did not build"
     cp "$image" "$work/bzImage-$1"
     log "$1 variant built in $(( $(now) - start )) s"
 }
@@ -125,8 +119,7 @@ build_modules() {
     strip --strip-debug -o "$m/kvm-stripped.ko" "$m/kvm-unchecked.ko"
     rm -rf "$gen"
     python3 "$REPO/scripts/kernel-bench/genmod.py" "$gen" zwm_gen17000 17000
-    locked make -C "$src" O="$obj" M="$gen" modules >"$gen.log" 2>&1 ||
-        { tail -n 20 "$gen.log" >&2; die "the generated module did not build"; }
+    build_kernel "the generated module" "$gen.log" -C "$src" O="$obj" M="$gen" modules
     cp "$gen/zwm_gen17000.ko" "$m/gen-unchecked.ko"
     printf '%s\n' "kvm-unchecked kvm" "kvm-processed kvm" "kvm-stripped kvm" "gen-unchecked zwm_gen17000" > "$m/cases"
 }

@@ -95,8 +95,7 @@ if [ -z "$work" ]; then
 fi
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
-jobs=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
-mk=(make ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
+mk=(ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
 
 # --- host tools --------------------------------------------------------------------
 # command-or-file  package
@@ -147,18 +146,15 @@ tar -xJf "$TARBALL" -O "$TARDIR/kernel/trace/ftrace.c" > "$work/ftrace-tree/kern
     die "the series does not apply to ftrace.c"
 cp "$work/ftrace-tree/kernel/trace/ftrace.c" "$work/ftrace.series.c"
 build() { # NAME
-    local name=$1 src=$work/src-$1 obj=$work/obj-$1 start
+    local name=$1 src=$work/src-$1 obj=$work/obj-$1
     unpack_tree "$src" "$([ "$name" = series ] && echo 1 || echo 0)"
     if [ "$name" = series ] && ! cmp -s "$work/ftrace.series.c" "$ft"; then
         cp "$work/ftrace.series.c" "$ft"
     fi
-    locked "$HERE/$config" "$src" "$obj.config-new" ${cross:+CROSS_COMPILE=$cross}
-    install_config "$obj.config-new" "$obj"
-    log "building the $name kernel (make -j$jobs, log in $obj.log)"
-    start=$(now)
-    locked nice -n "${ZWM_NICE:-0}" "${mk[@]}" -C "$src" O="$obj" -j"$jobs" "$(basename "$image")" modules >"$obj.log" 2>&1 ||
-        { tail -n 30 "$obj.log" >&2; die "the $name kernel did not build"; }
-    build_secs[$name]=$(( $(now) - start ))
+    kernel_config "$config" "$src" "$obj" ${cross:+CROSS_COMPILE=$cross}
+    log "building the $name kernel (make -j$JOBS, log in $obj.log)"
+    build_kernel "the $name kernel" "$obj.log" "${mk[@]}" -C "$src" O="$obj" "$(basename "$image")" modules
+    build_secs[$name]=$BUILD_SECS
     log "$name kernel built in ${build_secs[$name]} s"
 }
 for k in $kernels; do build "$k"; done
@@ -179,13 +175,12 @@ if [ "$(cat "$work/obj-broken.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$wor
     trap restore EXIT
     patch -s "$ft" "$REPO/scripts/kernel-bench/floor.patch" || die "floor.patch does not apply to the series' ftrace.c"
     log "building the broken series kernel (incremental, log in $work/obj-series.broken.log)"
-    locked "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >"$work/obj-series.broken.log" 2>&1 ||
-        { tail -n 30 "$work/obj-series.broken.log" >&2; die "the broken kernel did not build"; }
+    build_kernel "the broken kernel" "$work/obj-series.broken.log" "${mk[@]}" -C "$work/src-series" O="$se" "$(basename "$image")"
     mkdir -p "$work/obj-broken/$(dirname "$image")"
     cp "$se/$image" "$work/obj-broken/$image"
     restore
-    locked "${mk[@]}" -C "$work/src-series" O="$se" -j"$jobs" "$(basename "$image")" >>"$work/obj-series.broken.log" 2>&1 ||
-        die "the series kernel did not build again after the broken one"
+    build_kernel "the series kernel (again, after the broken one)" "$work/obj-series.again.log" \
+        "${mk[@]}" -C "$work/src-series" O="$se" "$(basename "$image")"
     echo "$stamp" > "$work/obj-broken.stamp"
 fi
 
@@ -243,7 +238,7 @@ boots+=("$work/boots/negative")
 
 {
     for k in $kernels; do echo -n "The $k kernel built in ${build_secs[$k]} s; "; done
-    echo "make -j$jobs, ARCH=$karch${cross:+ CROSS_COMPILE=$cross} ($("${cross}gcc" --version | head -n 1))."
+    echo "make -j$JOBS, ARCH=$karch${cross:+ CROSS_COMPILE=$cross} ($("${cross}gcc" --version | head -n 1))."
     echo "$(( rounds * $(wc -w <<<"$kernels") )) boots with $loads loads per case took $boot_secs s (plus one for the negative control, $(cat "$work/boots/negative/boot-seconds") s)."
     echo "The tool on kvm.ko: $summary"
     echo

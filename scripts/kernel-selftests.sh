@@ -93,15 +93,14 @@ tests=$e2e/src-stock/tools/testing/selftests
 stage() {
     local k=$1 obj=$e2e/obj-$1 s=$work/stage-$1
     rm -rf "$s" "$work/klp-$k"
-    locked make -C "$e2e/src-$k" O="$obj" INSTALL_MOD_PATH="$s" modules_install >"$s.log" 2>&1 ||
-        { tail -n 20 "$s.log" >&2; die "modules_install of the $k kernel failed"; }
+    kernel_make "$s.log" -C "$e2e/src-$k" O="$obj" INSTALL_MOD_PATH="$s" modules_install ||
+        die "modules_install of the $k kernel failed"
     # Its build and source links name host folders: in the guest they
     # dangle, and the livepatch suite, which wants a build folder, skips.
     rm -f "$s"/lib/modules/*/build "$s"/lib/modules/*/source
     cp -r "$tests/livepatch/test_modules" "$work/klp-$k"
-    locked make -C "$e2e/src-$k" O="$obj" M="$work/klp-$k" \
-            modules >"$work/klp-$k.log" 2>&1 ||
-        { tail -n 20 "$work/klp-$k.log" >&2; die "the livepatch test modules did not build against the $k kernel"; }
+    build_kernel "the livepatch test modules against the $k kernel" "$work/klp-$k.log" \
+        -C "$e2e/src-$k" O="$obj" M="$work/klp-$k" modules
 }
 # form_tree FORM [KERNEL]: KERNEL's (default series) modprobe tree and
 # livepatch test modules in FORM.

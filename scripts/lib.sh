@@ -8,6 +8,8 @@
 #
 #   log MSG...              "PROG: MSG" on stderr
 #   die MSG...              "PROG: error: MSG" on stderr, then exit
+#   ok MSG...               "PROG: ok N - MSG" (TAP-style: N counts N_OK)
+#   fail MSG...             "PROG: FAIL: MSG", then exit 1
 #   has_line PATTERN CMD... whether CMD's output has a line that is exactly
 #                           PATTERN (a fixed string). CMD runs to the end
 #                           first: under pipefail, `CMD | grep -q` fails
@@ -30,6 +32,9 @@ GUEST=$REPO/scripts/guest
 
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { log "error: $*"; exit "${DIE_STATUS:-1}"; }
+N_OK=0
+ok() { N_OK=$((N_OK + 1)); log "ok $N_OK - $*"; }
+fail() { log "FAIL: $*"; exit 1; }
 
 # arg_error ARG: for --help, print the script's header comment (from line 2
 # to `set -`) and exit 0; for any other ARG, die naming it.
@@ -117,10 +122,25 @@ find_tool() {
 #   locked CMD...           run CMD holding the lock file $ZWM_BUILD_LOCK
 #                           (flock) when that is set, so that on a shared
 #                           machine one kernel build runs at a time and no
-#                           boot holds the lock; else just run CMD
+#                           boot holds the lock; else just run CMD.  The one
+#                           build lock of every script (kernel trees and
+#                           the integration suites' module builds)
 #   install_config NEW OBJ  NEW/.config becomes OBJ/.config unless they are
 #                           the same (so its mtime, and the build, stay);
 #                           NEW is removed
+#   kernel_config SCRIPT SRC OBJ [MAKE-VAR...]
+#                           OBJ/.config from the config script SCRIPT of
+#                           scripts/kernel-e2e/ (config.sh, ...), under the
+#                           lock, through install_config
+#   kernel_make LOG MAKE-ARG...
+#                           the one make of a kernel tree: make -j$JOBS
+#                           MAKE-ARG... under the lock, at niceness ZWM_NICE
+#                           (default 0), output in LOG; on failure LOG's
+#                           tail goes to stderr and it returns 1
+#   build_kernel WHAT LOG MAKE-ARG...
+#                           kernel_make, or die "WHAT did not build"; sets
+#                           BUILD_SECS to the seconds it took
+# JOBS is make's -j: ZWM_JOBS, default nproc+1.
 now() { date +%s; }
 
 # The releases the series is built on: release, Debian suite.  7.3 is
@@ -181,4 +201,28 @@ install_config() {
         mkdir -p "$obj"; cp "$new/.config" "$obj/.config"
     fi
     rm -rf "$new"
+}
+
+kernel_config() {
+    local script=$1 src=$2 obj=$3
+    shift 3
+    locked "$REPO/scripts/kernel-e2e/$script" "$src" "$obj.config-new" "$@" || die "$script for $obj failed"
+    install_config "$obj.config-new" "$obj"
+}
+
+JOBS=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
+kernel_make() {
+    local out=$1
+    shift
+    locked nice -n "${ZWM_NICE:-0}" make -j"$JOBS" "$@" >"$out" 2>&1 && return 0
+    tail -n 30 "$out" >&2
+    return 1
+}
+
+build_kernel() {
+    local what=$1 start
+    shift
+    start=$(now)
+    kernel_make "$@" || die "$what did not build (log in $1)"
+    BUILD_SECS=$(( $(now) - start ))
 }
