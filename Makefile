@@ -197,7 +197,7 @@ kbuild-btf: build
 kernel-debug: build
 	scripts/kernel-debug.sh
 
-# Not part of check: five kernels side by side (docs/kernel-bench.md).
+# Not part of check: four kernels side by side (docs/kernel-bench.md).
 kernel-bench: build
 	scripts/kernel-bench.sh
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# kernel-bench.sh — module load cost on five kernels side by side.
+# kernel-bench.sh — module load cost on four kernels side by side.
 #
 #   scripts/kernel-bench.sh [--amdgpu] [--boot-only] [--rounds N] [--loads N] [--sizes "N..."] [--work DIR]
 #
-# Five x86_64 7.2 kernels, built from the series tree of scripts/kernel-e2e.sh
+# Four x86_64 7.2 kernels, built from the series tree of scripts/kernel-e2e.sh
 # (same config, same struct module, same vermagic, so every module loads
 # into every kernel) and differing only in kernel/trace/ftrace.c (KERNELS
 # below: the ftrace.c each starts from, and the patch applied to it):
@@ -12,15 +12,14 @@
 #          module's whole symbol table per record;
 #   v1     stock, but that check answered by a binary search over the
 #          module's symbol addresses, sorted once per load (v1.patch);
-#   v2model  a model of the posted "ftrace: Drop weak function locations
-#          of modules when loading them" v2, written here from its cover
-#          letter, not its code: a binary search per symbol, any symbol of
-#          the module counts (v2-model.patch).  bench/kernel-pass --v2 runs
-#          the posted code itself;
 #   ours   the series;
 #   floor  no weak handling at all (floor.patch): unsafe, never shipped,
 #          but no weak handling can load faster.
-# All five get time.patch, which prints what ftrace costs each load
+# The posted "ftrace: Drop weak function locations of modules when loading
+# them" v2 changes include/linux/module.h and kernel/module/kallsyms.c as
+# well, so it cannot be one more ftrace.c here; bench/kernel-pass --v2 runs
+# its code itself (docs/kernel-bench.md).
+# All four get time.patch, which prints what ftrace costs each load
 # (ftrace_module_init() and ftrace_module_enable(), in ns).  Each is an
 # incremental rebuild of the series object tree; the series ftrace.c and
 # main.c are put back on exit.  The patches come from ZWM_BENCH_PATCHES
@@ -41,7 +40,7 @@
 # dependencies load first; with no GPU nothing probes, so only the loader
 # is measured.
 #
-# Boots: --rounds rounds, each booting the five kernels in turn under
+# Boots: --rounds rounds, each booting the four kernels in turn under
 # QEMU/TCG with one vCPU (interleaved, so drift hits all alike); every boot
 # loads each kvm.ko case --loads times and each generated case once.
 # scripts/kernel-bench/report.py writes WORK/report.md and WORK/curve.svg.
@@ -76,11 +75,10 @@ done
 [ $amdgpu = 0 ] || work=$work-amdgpu
 mkdir -p "$work"/{kernels,modules,boots}
 
-# The five kernels: name | the ftrace.c it starts from | the patch applied to it
+# The kernels: name | the ftrace.c it starts from | the patch applied to it
 KERNELS="
 stock  stock   -
 v1     stock   v1.patch
-v2model series  v2-model.patch
 floor  series  floor.patch
 ours   series  -
 "
@@ -116,7 +114,7 @@ if [ $amdgpu = 1 ]; then
     echo "$BUILD_SECS" > "$work/tree-build-secs"
 fi
 
-# --- five kernels ------------------------------------------------------------------
+# --- the kernels -------------------------------------------------------------------
 bp=${ZWM_BENCH_PATCHES:-$HERE}
 ft=$src/kernel/trace/ftrace.c mc=$src/kernel/module/main.c
 v=$work/variants
@@ -238,7 +236,7 @@ for r in $(seq 1 "$rounds"); do
     done
 done
 {
-    echo "Boots: $rounds rounds x 5 kernels, $(( $(now) - start )) s in all; kvm.ko cases loaded $loads times per boot, generated modules once."
+    echo "Boots: $rounds rounds x $(wc -w <<<"$kernels") kernels, $(( $(now) - start )) s in all; kvm.ko cases loaded $loads times per boot, generated modules once."
     echo -n "Generated module build times (s):"
     for n in $sizes; do echo -n " $n functions ${gen_secs[$n]:-not rebuilt};"; done
     echo

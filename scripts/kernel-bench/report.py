@@ -6,7 +6,7 @@
 
 Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh
 with payload loads.sh
-and a file `kernel` naming the kernel (stock, v1, v2model, ours, floor).  For
+and a file `kernel` naming the kernel (stock, v1, ours, floor).  For
 every kernel and case it reports the load time (median and interquartile
 range over every load of every boot, from printk timestamps), what ftrace
 itself cost each load (the "ftrace-bench:" lines of time.patch:
@@ -19,9 +19,9 @@ line per kernel, for the unchecked and the processed generated modules).
 
 Expected, and checked (exit 1 otherwise): every insmod and rmmod succeeded;
 stock lists invalid lines for kvm-unchecked (else nothing is measured); v1,
-which only answers stock's check faster, lists exactly stock's lines; v2model
-and ours list 0 invalid lines for every case, with valid lines equal to
-stock's; none of the three WARNs; floor, which skips all weak handling,
+which only answers stock's check faster, lists exactly stock's lines; ours
+lists 0 invalid lines for every case, with valid lines equal to
+stock's; neither WARNs; floor, which skips all weak handling,
 lists the weak records (an invalid line or a WARN) for kvm-unchecked: the
 negative control that the cases really contain weak locations.
 """
@@ -33,8 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
 import guest  # noqa: E402
 
-KERNELS = ["stock", "v1", "v2model", "ours", "floor"]
-COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "v2model": "#2ca02c", "ours": "#1f77b4", "floor": "#7f7f7f"}
+KERNELS = ["stock", "v1", "ours", "floor"]
+COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "ours": "#1f77b4", "floor": "#7f7f7f"}
 
 
 BENCH = re.compile(r"ftrace-bench: \S+ init_ns=(\d+) enable_ns=(\d+)")
@@ -149,11 +149,11 @@ def main():
                 continue
             if k == "v1" and base and a != base:
                 fails.append(f"v1/{case}: {a[0]} lines, {a[1]} invalid, not stock's {base[0]} and {base[1]}")
-            if k in ("v2model", "ours") and base:
+            if k == "ours" and base:
                 if a[1] or a[2] != base[2]:
                     fails.append(f"{k}/{case}: {a[1]} invalid lines, valid lines "
                                  f"{'equal to' if a[2] == base[2] else 'differ from'} stock's")
-    for k in ("v1", "v2model", "ours"):
+    for k in ("v1", "ours"):
         if warns[k]:
             fails.append(f"{k}: {warns[k][0]}")
     if not aff.get(("stock", "kvm-unchecked"), (0, 0))[1]:
