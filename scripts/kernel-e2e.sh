@@ -102,7 +102,8 @@ mk=(ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
 needs=("git git" "python3 python3" "xz xz-utils")
 [ $quick = 1 ] || needs+=("make make" "patch patch" "gcc gcc" "${cross}gcc $cc_pkg" "flex flex" "bison bison" "bc bc"
     "cpio cpio" "$(awk -v a="$arch" '$1 == a {print $2}' "$GUEST/arches.tsv") $qemu_pkg" "modinfo kmod"
-    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static")
+    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static"
+    "/usr/lib/python3/dist-packages/elftools python3-pyelftools")
 missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
 
@@ -191,9 +192,9 @@ m=$work/modules
 rm -rf "$m"; mkdir -p "$m"
 cp "$mb/$kvm_path" "$m/unchecked-kvm.ko"
 [ "$dep" = - ] || cp "$mb/$dep" "$m/dep.ko"
-"$ZWM" -v --kconfig "$mb/include/config/auto.conf" -o "$m/processed-kvm.ko" "$m/unchecked-kvm.ko" 2>"$m/tool.log" ||
-    { cat "$m/tool.log" >&2; die "the tool failed on kvm.ko"; }
-summary=$(tail -n 1 "$m/tool.log")
+"$ZWM" --format=json --kconfig "$mb/include/config/auto.conf" -o "$m/processed-kvm.ko" "$m/unchecked-kvm.ko" \
+    >"$m/tool.json" 2>"$m/tool.log" || { cat "$m/tool.log" >&2; die "the tool failed on kvm.ko"; }
+summary=$(python3 "$HERE/report.py" summary "$m/tool.json")
 "${cross}strip" --strip-debug -o "$m/debug-stripped-kvm.ko" "$m/unchecked-kvm.ko"
 "${cross}strip" --strip-unneeded -o "$m/stripped-kvm.ko" "$m/unchecked-kvm.ko"
 cmp -s "$m/processed-kvm.ko" "$m/unchecked-kvm.ko" && die "the tool changed nothing in kvm.ko: nothing to prove"
@@ -244,7 +245,7 @@ boots+=("$work/boots/negative")
     echo
 } > "$work/header.md"
 rc=0
-python3 "$HERE/report.py" "$work/report.md" "$m/tool.log" "$m/unchecked-kvm.nm" "${boots[@]}" || rc=1
+python3 "$HERE/report.py" "$work/report.md" "$m/tool.json" "$m/unchecked-kvm.nm" "${boots[@]}" || rc=1
 cat "$work/header.md" "$work/report.md" > "$work/report.full.md"
 cat "$work/header.md"
 exit $rc

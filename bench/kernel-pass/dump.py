@@ -27,12 +27,16 @@ mapping symbol (include/linux/module_symbol.h). The layout is the
 kernel's in its grouping and alignment; exact offsets inside a region do
 not change how much work a pass does.
 """
-import lzma
 import struct
 import sys
+from pathlib import Path
+
+from elftools.elf.enums import ENUM_ST_SHNDX
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "guest"))
+import guest  # noqa: E402  (the harness's one ELF layer)
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 1, 2, 4
-SHN_UNDEF, SHN_ABS, SHN_COMMON = 0, 0xFFF1, 0xFFF2
 # (required flags, forbidden flags) per core region, in layout order.
 MASKS = [(SHF_EXECINSTR | SHF_ALLOC, 0), (SHF_ALLOC, SHF_WRITE | SHF_EXECINSTR),
          ("ro_after_init", 0), (SHF_WRITE | SHF_ALLOC, 0)]
@@ -43,28 +47,18 @@ BASE = 0xFFFFFFFFA0000000
 
 
 def read(path):
-    data = open(path, "rb").read()
-    if data[:6] == b"\xfd7zXZ\0":
-        data = lzma.decompress(data)
-    return data
-
-
-def cstr(data, off):
-    return data[off:data.index(b"\0", off)].decode("latin-1")
+    elf = guest.elf_file(guest.read_module(path))
+    assert elf.elfclass == 64, "ELF64 only"
+    return elf
 
 
 def is_mapping(name):
     return name.startswith(".L") or name.startswith("L0") or name.startswith("$")
 
 
-def sections(data):
-    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, "ELF64 LE only"
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    entsize, num, strndx = struct.unpack_from("<HHH", data, 0x3A)
-    raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * entsize) for i in range(num)]
-    names = raw[strndx][4]
-    return [dict(name=cstr(data, names + r[0]), type=r[1], flags=r[2], off=r[4], size=r[5],
-                 link=r[6], info=r[7], align=max(r[8], 1), entsize=r[9]) for r in raw]
+def sections(elf):
+    return [dict(name=s.name, flags=s["sh_flags"], size=s["sh_size"], align=max(s["sh_addralign"], 1))
+            for s in elf.iter_sections()]
 
 
 def layout(secs):
@@ -113,34 +107,29 @@ def main():
         return count(sys.argv[2:])
     src, out = sys.argv[1], sys.argv[2]
     max_offset = int(sys.argv[3]) if len(sys.argv) > 3 else 4
-    data = read(src)
-    secs = sections(data)
+    elf = read(src)
+    secs = sections(elf)
     where, regions = layout(secs)
-    symtab = next(s for s in secs if s["type"] == 2)
-    strtab = secs[symtab["link"]]["off"]
+    symtab = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_SYMTAB")
+    strtab = elf.get_section(symtab["sh_link"]).data()
     syms, names = [], []
-    for i in range(symtab["size"] // 24):
-        name, info, other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, symtab["off"] + i * 24)
-        if shndx not in (SHN_UNDEF, SHN_ABS, SHN_COMMON) and shndx < len(secs):
+    for sym in symtab.iter_symbols():
+        shndx, value = sym["st_shndx"], sym["st_value"]
+        if isinstance(shndx, int) and shndx < len(secs):   # not UNDEF, ABS or COMMON
             value += where.get(shndx, 0)
-        text = cstr(data, strtab + name)
-        syms.append((value, int(shndx != SHN_UNDEF and text != "" and not is_mapping(text))))
-        names.append((shndx, name))
+        syms.append((value, int(shndx != "SHN_UNDEF" and sym.name != "" and not is_mapping(sym.name))))
+        names.append((ENUM_ST_SHNDX.get(shndx, shndx), sym["st_name"]))
     table = callsite_table(secs)
-    rela = next(s for s in secs if s["type"] == 4 and s["info"] == table)
-    locs = []
-    for j in range(rela["size"] // 24):
-        off, rinfo, addend = struct.unpack_from("<QQq", data, rela["off"] + j * 24)
-        locs.append((syms[rinfo >> 32][0] + addend) & (2**64 - 1))
+    rela = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_RELA" and s["sh_info"] == table)
+    locs = [(syms[r["r_info_sym"]][0] + r["r_addend"]) & (2**64 - 1) for r in rela.iter_relocations()]
     with open(out, "wb") as f:
         f.write(b"zwmpass1" + struct.pack("<Q", max_offset))
         f.write(struct.pack("<Q", len(regions)) + b"".join(struct.pack("<QQ", *r[:2]) for r in regions))
         f.write(struct.pack("<Q", len(syms)) + b"".join(struct.pack("<QQ", *s) for s in syms))
         f.write(struct.pack("<Q", len(locs)) + b"".join(struct.pack("<Q", l) for l in locs))
-        strtab_sec = secs[symtab["link"]]
         f.write(b"zwmsyms1" + b"".join(struct.pack("<Q", r[2]) for r in regions))
         f.write(b"".join(struct.pack("<QQ", *n) for n in names))
-        f.write(struct.pack("<Q", strtab_sec["size"]) + data[strtab:strtab + strtab_sec["size"]])
+        f.write(struct.pack("<Q", len(strtab)) + strtab)
     print(f"{src}: {len(regions)} regions, {len(syms)} symbols, {len(locs)} locations")
 
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The report library of the guest runner (scripts/guest/run.sh): reading
 the console of a guest that spoke the protocol of scripts/guest/init, and
-the module files it loaded.  Every proof's report imports this.
+the module files it loaded, and the harness's one ELF layer (elf_*: pyelftools,
+Debian's python3-pyelftools).  Every proof's report imports this.
 
   guest.py modname FILE     print the module's name (.modinfo name=)
 
@@ -19,16 +20,21 @@ messages with the guest's output, and one may precede a marker.
 """
 import collections
 import gzip
+import io
 import lzma
 import re
 import statistics
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
+from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_ST_INFO_TYPE
+from elftools.elf.sections import SymbolTableSection
+
 MARK = "@@ZWM "
-# What no clean boot prints in its kernel log.
+# What no clean boot prints in its kernel log: the one list, for every proof
+# that boots (make e2e and the kernel proofs alike); bad_lines() applies it.
 BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")
 PANIC_RE = re.compile(r"Kernel panic|Oops[:\s]|BUG: |general protection fault|"
                       r"Unable to handle kernel|kernel BUG at")
@@ -157,65 +163,54 @@ def strip_signature(data):
     return data[:elf_len], True
 
 
+def elf_file(data):
+    """The one ELF reader of the harness: pyelftools' ELFFile over an ELF
+    image in memory (any class, either byte order)."""
+    return ELFFile(io.BytesIO(bytes(data)))
+
+
 def elf_header(data):
     """(byte order for struct, shoff, shentsize, shnum, shstrndx) of an ELF image."""
-    if data[:4] != b"\x7fELF":
-        raise ValueError("not an ELF file")
-    e = "<" if data[5] == 1 else ">"
-    if data[4] == 2:
-        shoff, = struct.unpack_from(e + "Q", data, 0x28)
-        return (e, shoff) + struct.unpack_from(e + "HHH", data, 0x3A)
-    shoff, = struct.unpack_from(e + "I", data, 0x20)
-    return (e, shoff) + struct.unpack_from(e + "HHH", data, 0x2E)
+    h = elf_file(data).header
+    return ("<" if h.e_ident.EI_DATA == "ELFDATA2LSB" else ">",
+            h.e_shoff, h.e_shentsize, h.e_shnum, h.e_shstrndx)
 
 
 def elf_shdr_offset(data, index):
     """Where section header INDEX of an ELF image starts in the file."""
-    _e, shoff, shentsize, _n, _s = elf_header(data)
-    return shoff + index * shentsize
+    h = elf_file(data).header
+    return h.e_shoff + index * h.e_shentsize
 
 
 def elf_sections(data):
     """[(name, type, flags, offset, size, link, entsize)] of an ELF image,
-    in section index order."""
-    e, shoff, shentsize, shnum, shstrndx = elf_header(data)
-    fmt = e + ("IIQQQQIIQQ" if data[4] == 2 else "IIIIIIIIII")
-    raw = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
-    strs = raw[shstrndx][4]
-
-    def cstr(at):
-        return data[at:data.index(b"\0", at)].decode(errors="replace")
-    return [(cstr(strs + h[0]), h[1], h[2], h[4], h[5], h[6], h[9]) for h in raw]
+    in section index order; type as pyelftools names it ("SHT_SYMTAB")."""
+    return [(s.name, s["sh_type"], s["sh_flags"], s["sh_offset"], s["sh_size"], s["sh_link"],
+             s["sh_entsize"]) for s in elf_file(data).iter_sections()]
 
 
 def elf_section(data, want):
     """The bytes of section WANT, or None."""
-    for name, _t, _f, off, size, _l, _e in elf_sections(data):
-        if name == want:
-            return data[off:off + size]
-    return None
+    s = elf_file(data).get_section_by_name(want)
+    return None if s is None else s.data()
 
 
 def elf_symbols(data):
-    """(symbols, section sizes): dicts of name, value, size, type and the
-    name of their section (None when not a real section index)."""
-    secs = elf_sections(data)
-    cls, e = data[4], "<" if data[5] == 1 else ">"
+    """(symbols, section sizes): dicts of name, value, size, type (STT_*
+    number) and the name of their section (None when not a real section
+    index)."""
+    elf = elf_file(data)
+    secs = list(elf.iter_sections())
     out = []
-    for _n, typ, _f, off, size, link, ent in secs:
-        if typ != 2:   # SHT_SYMTAB
+    for tab in secs:
+        if not isinstance(tab, SymbolTableSection) or tab["sh_type"] != "SHT_SYMTAB":
             continue
-        strs = secs[link][3]
-        for i in range(1, size // ent):
-            at = off + i * ent
-            if cls == 2:
-                name, info, _o, shndx, value, sz = struct.unpack_from(e + "IBBHQQ", data, at)
-            else:
-                name, value, sz, info, _o, shndx = struct.unpack_from(e + "IIIBBH", data, at)
-            out.append({"name": data[strs + name:data.index(b"\0", strs + name)].decode(errors="replace"),
-                        "value": value, "size": sz, "type": info & 15,
-                        "section": secs[shndx][0] if 0 < shndx < len(secs) else None})
-    return out, {s[0]: s[4] for s in secs}
+        for sym in list(tab.iter_symbols())[1:]:
+            shndx = sym["st_shndx"]
+            out.append({"name": sym.name, "value": sym["st_value"], "size": sym["st_size"],
+                        "type": ENUM_ST_INFO_TYPE.get(sym["st_info"]["type"], sym["st_info"]["type"]),
+                        "section": secs[shndx].name if isinstance(shndx, int) and 0 < shndx < len(secs) else None})
+    return out, {s.name: s["sh_size"] for s in secs}
 
 
 def module_name(path):

@@ -2,15 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Judge the kernel e2e boots (scripts/kernel-e2e.sh) and report.
 
-  report.py OUT.md TOOL-V.LOG NM BOOT_DIR...
+  report.py OUT.md TOOL.JSON NM BOOT_DIR...
+  report.py summary TOOL.JSON     one line: what the tool did to kvm.ko
 
 Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh with
 payload loads.sh, and a file `kernel` naming the kernel (stock, series or
 broken: the series with its pass broken, which keeps every location); the
 one with a file `expect-warn` is the negative control.  Cases are named
 KERNEL/FORM-kvm, FORM one of unchecked (as built), processed (the tool),
-debug-stripped and stripped.  TOOL-V.LOG is the tool's -v stderr on the
-unchecked kvm.ko (the distance of each entry it zeroed), NM is `nm` of it.
+debug-stripped and stripped.  TOOL.JSON is the tool's --format=json report
+on the unchecked kvm.ko (docs/report-format.md: the distance of each weak
+entry it zeroed), NM is `nm` of it.
 
 The reference for a form is stock/FORM where a stock kernel was built
 (x86_64), else broken/unchecked-kvm (ppc64le, no stock build): the broken
@@ -40,14 +42,13 @@ hold:
 Prints the table and writes it to OUT.md; exits 1 if anything fails.
 """
 import collections
+import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
 import guest  # noqa: E402
-from zwm_e2e import zeroed_distances  # noqa: E402
 
 FORMS = ["unchecked-kvm", "processed-kvm", "debug-stripped-kvm", "stripped-kvm"]
 
@@ -145,14 +146,29 @@ def judge_lines(aff, stock, zeroed, nm, fails, warned):
     return rows
 
 
+def tool_report(path):
+    """The tool's one --format=json object for kvm.ko."""
+    reps = [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
+    if len(reps) != 1 or reps[0]["status"] != "changed":
+        sys.exit(f"{path}: expected one changed module, got {[r['status'] for r in reps]}")
+    return reps[0]
+
+
+def summary(rep):
+    return (f"{rep['weak']} of {rep['entries']} entries weak, neutralised by {rep['neutraliser']} "
+            f"[{rep['arch']}, {rep['section']}, {rep['rule']} {rep['max_offset']}]")
+
+
 def main():
-    out, tool_log, nm = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    if sys.argv[1] == "summary":
+        return print(summary(tool_report(sys.argv[2])))
+    out, tool, nm = Path(sys.argv[1]), tool_report(sys.argv[2]), Path(sys.argv[3])
     boots = [parse(Path(d)) for d in sys.argv[4:]]
     fails = []
     aff, times, smoke = judge_boots(boots, fails)
     warns = [x.strip() for b in boots if b["warn"] for x in b["dmesg"] if "WARNING:" in x]
     stock = any(b["kernel"] == "stock" for b in boots)
-    zeroed = collections.Counter(zeroed_distances(tool_log))
+    zeroed = collections.Counter(f["distance"] for f in tool["findings"] if f["verdict"] == "weak")
     rows = judge_lines(aff, stock, zeroed, nm, fails, bool(warns))
     report = ["| kernel / kvm.ko | lines | invalid | expected | holds |", "|---|---|---|---|---|"]
     report += [f"| {k} | {n} | {inv} | {e} | {'yes' if ok else 'NO'} |" for k, n, inv, e, ok in rows]
