@@ -38,6 +38,11 @@
 #   sid-ppc64el Debian sid 7.2 ppc64le (pseries, power9): kvm.ko, whose
 #               functions need a vCPU that TCG's pseries cannot give
 #               (kvm-hv needs hypervisor mode): no workload, as arm64
+#   sid-riscv64 Debian sid 7.2 riscv64 (virt, rv64 with the H extension):
+#               kvm.ko, whose three at-risk functions no workload here calls
+#               (kvmdrive is x86 code): no workload, as arm64; records at
+#               F+4 (the JALR after the AUIPC) and, as on arm64, no kernel
+#               check, so the dead records stay enabled
 #
 # Environment: ZWM (tool binary; default target/release/zero-weak-mcount,
 # built with cargo), ZWM_CACHE (downloads, see scripts/fetch-debian-kernel.sh),
@@ -54,7 +59,7 @@ PY=(python3 "$PROBE/probe.py")
 E2EPY=(python3 "$REPO/scripts/e2e/zwm_e2e.py")
 FETCH=$REPO/scripts/fetch-debian-kernel.sh
 
-ALL_ROWS="sid-amd64 trixie-amd64 bookworm-amd64 sid-arm64 sid-ppc64el"
+ALL_ROWS="sid-amd64 trixie-amd64 bookworm-amd64 sid-arm64 sid-ppc64el sid-riscv64"
 rows=$ALL_ROWS
 work=${ZWM_PROBE_WORK:-}
 while [ $# -gt 0 ]; do
@@ -73,6 +78,8 @@ needs=("qemu-system-x86_64 qemu-system-x86" "cpio cpio" "xz xz-utils" "python3 p
        "gcc gcc" "/usr/lib/$(gcc -print-multiarch 2>/dev/null)/libc.a libc6-dev")
 case "$rows" in *arm64*) needs+=("qemu-system-aarch64 qemu-system-arm" "aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu"
                                   "/usr/aarch64-linux-gnu/lib/libc.a libc6-dev-arm64-cross");; esac
+case "$rows" in *riscv64*) needs+=("qemu-system-riscv64 qemu-system-misc" "riscv64-linux-gnu-gcc gcc-riscv64-linux-gnu"
+                                  "/usr/riscv64-linux-gnu/lib/libc.a libc6-dev-riscv64-cross");; esac
 case "$rows" in *ppc64el*) needs+=("qemu-system-ppc64 qemu-system-ppc" "powerpc64le-linux-gnu-gcc gcc-powerpc64le-linux-gnu"
                                   "/usr/powerpc64le-linux-gnu/lib/libc.a libc6-dev-ppc64el-cross");; esac
 missing_packages "${needs[@]}"
@@ -152,6 +159,9 @@ run_row() {
         sid-ppc64el)
             SUITE=sid DEBARCH=ppc64el GARCH=ppc64le GCPU='' MOD=kvm WORKLOAD=none LIVEPATCH='' CC=powerpc64le-linux-gnu-gcc
             CHAIN_PATHS="arch/powerpc/kvm/kvm";;
+        sid-riscv64)
+            SUITE=sid DEBARCH=riscv64 GARCH=riscv64 GCPU='' MOD=kvm WORKLOAD=none LIVEPATCH='' CC=riscv64-linux-gnu-gcc
+            CHAIN_PATHS="arch/riscv/kvm/kvm";;
     esac
     RDIR=$work/$ROW
     mkdir -p "$RDIR/stock/mods" "$RDIR/processed/mods" "$RDIR/probe"

@@ -38,8 +38,9 @@ import guest  # noqa: E402
 
 # Per arch: sizeof(struct dyn_ftrace) and MCOUNT_INSN_SIZE (7.2: powerpc's
 # dyn_arch_ftrace holds the out-of-line stub's address with
-# CONFIG_PPC_FTRACE_OUT_OF_LINE, which Debian's ppc64el kernel sets).
-ARCH = {"x86_64": (16, 5), "aarch64": (16, 4), "ppc64le": (24, 4)}
+# CONFIG_PPC_FTRACE_OUT_OF_LINE, which Debian's ppc64el kernel sets;
+# riscv's is empty, and its record is the 4-byte JALR after the AUIPC).
+ARCH = {"x86_64": (16, 5), "aarch64": (16, 4), "ppc64le": (24, 4), "riscv64": (16, 4)}
 PAGE = 4096
 INVALID = "__ftrace_invalid_address___"
 MAX_PATCH_OFFSET = 16
@@ -184,7 +185,8 @@ def facts(boot, module, arch, out):
     funcs = [ln.split()[0] for ln in rep["blocks"].get(("HITS", "control"), []) if ln.split()]
     by_name = {}
     for a, t, n in syms:
-        if t in "tT" and n not in by_name:
+        # A weak function the module keeps is "w" (riscv64's kvm.ko).
+        if t in "tTwW" and n not in by_name:
             by_name[n] = a
     if placed:
         # Each placed record that the kernel names after a function must
@@ -196,7 +198,10 @@ def facts(boot, module, arch, out):
                  if not n.startswith(INVALID) and n not in at.get(ip, ())]
         if wrong:
             raise SystemExit(f"probe.py: placed records disagree with kallsyms: {wrong[:5]}")
-    addrs = sorted({a for a, _t, _n in syms})
+    # kernel/module/kallsyms.c:find_kallsyms_symbol() skips what
+    # is_mapping_symbol() names (".L*", "L0*", "$*"): riscv64 modules keep
+    # their local labels, and F's extent runs past them.
+    addrs = sorted({a for a, _t, n in syms if not (n.startswith((".L", "L0", "$")))})
     text_end = max(recs) + insn
 
     def blocks(tag):
