@@ -220,9 +220,9 @@ kernel_make() {
 }
 
 build_kernel() {
-    local what=$1 start
+    local what=$1 t0
     shift
-    start=$(now)
+    t0=$(now)
     kernel_make "$@" || die "$what did not build (log in $1)"
-    BUILD_SECS=$(( $(now) - start ))
+    BUILD_SECS=$(( $(now) - t0 ))
 }

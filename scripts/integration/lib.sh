@@ -22,24 +22,17 @@ set -euo pipefail
 : "${ZWM_REPO:?}" "${ZWM_TOOL:?}" "${ZWM_KVER:?}" "${ZWM_WORK:?}" "${ZWM_ROOT:?}" "${ZWM_RPM_ROOT:?}"
 
 suite=${suite:-$(basename "$0" .sh)}
-n_ok=0
-
-log() { printf '[%s] %s\n' "$suite" "$*" >&2; }
-# fail REASON...: the test stops here, loudly.
-fail() {
-	printf '[%s] FAIL: %s\n' "$suite" "$*" >&2
-	exit 1
-}
-ok() {
-	n_ok=$((n_ok + 1))
-	printf '[%s] ok %d - %s\n' "$suite" "$n_ok" "$*" >&2
-}
+# log, die, ok ("SUITE: ok N - ..."), fail (the test stops here, loudly) and
+# the one build lock (locked) come from scripts/lib.sh.
+# shellcheck disable=SC2034 # PROG and REPO are scripts/lib.sh's
+PROG=$suite REPO=$ZWM_REPO
+. "$ZWM_REPO/scripts/lib.sh"
 # show FILE [PREFIX]: indent a log file into our stderr (evidence)
 show() {
-	sed "s/^/[$suite]   ${2:-| }/" "$1" >&2
+	sed "s/^/$suite:   ${2:-| }/" "$1" >&2
 }
 finish() {
-	printf '[%s] all %d assertions passed\n' "$suite" "$n_ok" >&2
+	log "all $N_OK assertions passed"
 }
 
 need_cmd() {
