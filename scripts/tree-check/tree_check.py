@@ -6,7 +6,7 @@ Subcommands:
   prep SRC DST [JOBS]    copy every module under SRC (.ko, .ko.xz/.gz/.zst)
                          to the same relative path under DST as a plain ELF:
                          decompressed, appended signature stripped (the
-                         helpers of scripts/e2e/zwm_e2e.py). Prints the count.
+                         helpers of scripts/guest/guest.py). Prints the count.
   analyse DEFAULT.jsonl KCONFIG.jsonl ROOT OUT.json
                          read the tool's `--check --format=json` reports on
                          the tree ROOT (without and with --kconfig) and
@@ -21,11 +21,10 @@ import json
 import multiprocessing
 import os
 import re
-import struct
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-import zwm_e2e  # noqa: E402  (read_module, strip_signature)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "guest"))
+import guest  # noqa: E402  (read_module, strip_signature, the ELF layer)
 
 MOD_RE = re.compile(r"\.ko(\.(xz|gz|zst))?$")
 
@@ -39,8 +38,8 @@ def modules_under(root):
 
 def _prep_one(job):
     src, dst = job
-    data = zwm_e2e.read_module(src)
-    elf, _signed = zwm_e2e.strip_signature(data)
+    data = guest.read_module(src)
+    elf, _signed = guest.strip_signature(data)
     if elf[:4] != b"\x7fELF":
         return f"{src}: not an ELF module after decompression"
     os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -145,40 +144,17 @@ def cmd_analyse(dlog, klog, root, out):
 
 
 def symbol_names(data):
-    """Names in .symtab of an ELF image (32/64 bit, either endianness)."""
+    """Names in .symtab of an ELF image (guest.py's ELF layer)."""
     if data[:4] != b"\x7fELF":
         return []
-    cls, end = data[4], data[5]
-    e = "<" if end == 1 else ">"
-    if cls == 2:
-        shoff, = struct.unpack_from(e + "Q", data, 0x28)
-        shentsize, shnum, _ = struct.unpack_from(e + "HHH", data, 0x3A)
-        shfmt, symsz = e + "IIQQQQIIQQ", 24
-    else:
-        shoff, = struct.unpack_from(e + "I", data, 0x20)
-        shentsize, shnum, _ = struct.unpack_from(e + "HHH", data, 0x2E)
-        shfmt, symsz = e + "IIIIIIIIII", 16
-    secs = [struct.unpack_from(shfmt, data, shoff + i * shentsize) for i in range(shnum)]
-    out = []
-    for s in secs:
-        if s[1] != 2:  # SHT_SYMTAB
-            continue
-        stroff = secs[s[6]][4]
-        off, size = s[4], s[5]
-        for i in range(1, size // symsz):
-            name, = struct.unpack_from(e + "I", data, off + i * symsz)
-            if name:
-                j = data.index(b"\0", stroff + name)
-                out.append(data[stroff + name:j])
-    return out
+    return [s["name"] for s in guest.elf_symbols(data)[0] if s["name"]]
 
 
 def _symbols_one(path):
-    names = symbol_names(zwm_e2e.read_module(path))
-    return (sum(1 for n in names if n.startswith(b"$")),
-            sum(1 for n in names if n.startswith(b"L0")),
-            collections.Counter(n[:3].decode(errors="replace") for n in names
-                                if n.startswith(b"$") or n.startswith(b"L0")))
+    names = symbol_names(guest.read_module(path))
+    return (sum(1 for n in names if n.startswith("$")),
+            sum(1 for n in names if n.startswith("L0")),
+            collections.Counter(n[:3] for n in names if n.startswith("$") or n.startswith("L0")))
 
 
 def cmd_symbols(root):
