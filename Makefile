@@ -149,7 +149,7 @@ integration:
 	scripts/integration-test.sh
 
 e2e: build
-	scripts/e2e.sh
+	scripts/e2e/zwm_e2e.py
 
 kernel-e2e: build
 	scripts/kernel-e2e.sh
@@ -178,12 +178,12 @@ kernel-build-matrix:
 # Not part of check: kvm.ko built with clang against kernels built with
 # clang, x86_64 and ppc64le; each builds a kernel first (docs/e2e.md).
 e2e-clang: build
-	scripts/e2e.sh --cases clang-amd64,clang-ppc64el
+	scripts/e2e/zwm_e2e.py --group build
 
 # Not part of check: Debian's 5.10, 6.1 and 6.12.94 kernels, booted with
 # their own modules processed, each with its negative control (docs/e2e.md).
 e2e-old: build
-	scripts/e2e.sh --cases bullseye-amd64,bullseye-arm64,bookworm-arm64,bpo-arm64,s390x-empty
+	scripts/e2e/zwm_e2e.py --group old
 
 # Not part of check: a 7.2 kernel with module BTF, built with the Kbuild
 # hook, then the tool upgraded and its flags changed; every module keeps

@@ -23,17 +23,15 @@ module=$root/lib/modules/$kver/kernel/crypto/crc32_generic.ko
 [ -f "$module" ] || die "no $module"
 work=$(mktemp -d /tmp/zwm-adjust-first.XXXXXX)
 log "work folder: $work"
-python3 "$REPO/scripts/e2e/neutralize.py" "$module" "$work/orig.ko" >/dev/null
-python3 "$REPO/scripts/e2e/neutralize.py" "$module" "$work/zeroed.ko" 0 >&2
+(cd "$REPO" && cargo build --release -q --example hostile-edit) || die "cannot build examples/hostile-edit.rs"
+edit=$REPO/target/release/examples/hostile-edit
+"$edit" strip "$module" "$work/orig.ko"
+"$edit" neutralise "$module" "$work/zeroed.ko" 0
 # The e2e's boot: the guest runner with its ftrace-report payload, judged
-# by zwm_e2e.py parse (0: loaded, listed and powered off cleanly).
+# as the e2e judges it (0: loaded, listed and powered off cleanly).
 boot() {
-    local timed=()
-    "$REPO/scripts/guest/run.sh" --arch aarch64 --kernel "$root/boot/vmlinuz-$kver" \
-        --busybox "$root/bin/busybox" --out "$work/$1" \
-        --payload "$REPO/scripts/guest/payload/ftrace-report.sh" "$work/$1.ko" || timed=(--timed-out)
-    python3 "$REPO/scripts/e2e/zwm_e2e.py" parse "$work/$1/console.log" "$work/$1/report.json" \
-        ${timed[@]+"${timed[@]}"} crc32_generic >&2
+    python3 "$REPO/scripts/e2e/zwm_e2e.py" boot aarch64 "$root/boot/vmlinuz-$kver" "$root/bin/busybox" \
+        "$work/$1" "$work/$1.ko" >&2
 }
 boot orig || die "the module as shipped does not boot cleanly (see $work/orig/console.log)"
 grep -qF -- "@@ZWM SMOKE crc32_generic ok" "$work/orig/console.log" ||

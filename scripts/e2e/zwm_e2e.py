@@ -1,324 +1,179 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Helpers for the zero-weak-mcount end-to-end test (scripts/e2e.sh).
+"""e2e: prove zero-weak-mcount in real kernels (docs/e2e.md).
 
-Subcommands:
-  prep IN OUT            decompress (.xz/.gz/.zst by magic) and strip an
-                         appended module signature; write a plain ELF to OUT
-  decompress IN OUT      decompress only (keeps any signature)
-  sigstate FILE          print "signed" or "unsigned"
-  modname FILE           print the module's name (.modinfo name=)
-  parse CONSOLE JSON MOD...
-                         parse the console log of a scripts/guest/run.sh boot
-                         with payload/ftrace-report.sh into JSON; exit with
-                         the boot classification code (see EXIT_* below)
-  zeroed STDERR PATH     print the distances of the entries that the tool's
-                         -v stderr says it zeroed in PATH, one per line
-  empty-table IN OUT     copy a 64-bit module with its __mcount_loc and that
-                         table's relocations emptied (sh_size 0): what the
-                         tool never writes on s390 (its loader then fails)
-  noinit IN OUT          copy a 64-bit module with its init_module relocation
-                         turned into R_*_NONE (s390x kvm.ko under TCG)
-  compare-contained ORIG.json PROC.json MOD LOG ORIG.ko PROC.ko OFFSETS
-                         the comparison for kernels without a check: records
-                         are placed in the module files by their ips; LOG is
-                         the tool's -v output, OFFSETS the patch-site offsets
-                         from a function's symbol (e.g. 4,8)
-  compare-named ORIG.json PROC.json MOD LOG ORIG.ko
-                         the comparison for kernels without a check that list
-                         no record ips (before 6.5): a dead record is a line
-                         more of a name than the module has functions of it
-  compare ORIG.json PROC.json MOD ZEROED [--label L]
-                         check the processed boot against the original one
-                         for module MOD; ZEROED is a file of distances (from
-                         'zeroed'); print a verdict; exit 0 if all hold, 1 if not
+  scripts/e2e/zwm_e2e.py [--group check|old|build] [--cases A,B] [--negative]
+                         [--no-negative] [--work DIR]
+  scripts/e2e/zwm_e2e.py boot ARCH KERNEL BUSYBOX OUT MODULE...
+  scripts/e2e/zwm_e2e.py modname|decompress FILE [OUT]
+
+The cases are the table CASES: `make e2e` runs group "check", `make e2e-old`
+"old" (kernels before the rules' newest fixes), `make e2e-clang` "build"
+(each builds a kernel with clang). A case boots its modules as shipped
+(signature stripped) and as each variant processed them; it fails unless
+each processed module loads, passes the smoke test with a clean dmesg
+(guest.BAD), and the kernel drops exactly the records the tool's JSON
+report neutralised (comparisons "checked", "contained", "named": see
+docs/e2e.md). Variant zero-extra, and s390x-empty's emptied table, are
+negative controls: they must be caught, or the run fails.
+Environment: ZWM (the tool; default target/release/zero-weak-mcount, built
+with cargo), ZWM_ZERO_EXTRA, ZWM_CACHE (scripts/fetch-debian-kernel.sh),
+ZWM_E2E_WORK (work folder). Exit status 0 when every case passed and every
+negative control was detected, 1 otherwise.
 """
+import argparse
 import collections
 import json
-import re
-import struct
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts/guest"))
 import guest  # noqa: E402
-from guest import (elf_symbols, module_name, read_module, split_lines,  # noqa: E402,F401
-                   strip_signature, SIG_MARKER)
+from guest import read_module, strip_signature  # noqa: E402
+# What scripts/tree-check/tree_check.py imports from here.
+__all__ = ["read_module", "strip_signature"]
 
-# Boot classification (boot_set in scripts/e2e.sh returns these).
-EXIT_OK = 0
-EXIT_LOAD = 10      # an insmod failed
-EXIT_PANIC = 11     # kernel panic / oops / BUG in the console log
-EXIT_TIMEOUT = 12   # the guest did not power off in time
-EXIT_REPORT = 13    # report missing or incomplete
-EXIT_USAGE = 2
-
-BAD_DMESG = ("ftrace bug", "ftrace failed", "WARNING:", "BUG:", "Oops")
-PANIC_RE = re.compile(r"Kernel panic|Oops[:\s]|BUG: |general protection fault|"
-                      r"Unable to handle kernel|kernel BUG at")
+X86 = ("virt/lib/irqbypass", "arch/x86/kvm/kvm")
+IB = ("drivers/infiniband/core/ib_core", "drivers/infiniband/core/ib_uverbs",
+      "drivers/infiniband/sw/rdmavt/rdmavt", "drivers/dca/dca", "drivers/infiniband/hw/qib/ib_qib")
+PPC = ("arch/powerpc/kvm/kvm",)
+ARM64 = ("drivers/net/ethernet/marvell/octeontx2/af/rvu_mbox", "drivers/net/ethernet/marvell/octeontx2/nic/otx2_ptp",
+         "drivers/net/macsec", "drivers/net/ethernet/marvell/octeontx2/nic/rvu_nicpf")
+OLD = {"ZWM_DEBIAN_SECURITY": "none"}   # bullseye: the security suite is gone
 
 
-def die(msg, code=EXIT_USAGE):
-    print(f"zwm_e2e: error: {msg}", file=sys.stderr)
-    sys.exit(code)
+@dataclass(frozen=True)
+class Case:
+    name: str
+    suite: str            # Debian suite (scripts/fetch-debian-kernel.sh), "" for a clang build
+    debarch: str
+    arch: str             # a row of scripts/guest/arches.tsv
+    mods: tuple           # under lib/modules/KVER/kernel/, no .ko; loaded in this order
+    variants: tuple = ("tool-default",)
+    group: str = "check"
+    compare: str = "checked"
+    patch_sites: tuple = ()   # contained: offsets from a function's symbol to its record
+    noinit: bool = False      # boot copies without their init call (s390x kvm.ko: TCG has no SIE)
+    reuse: str = ""           # the case whose original boot this one reuses
+    kind: str = "debian"      # debian, testdata (plus testdata/zwm_test), empty, clang
+    env: dict = field(default_factory=dict)
 
 
-def cmd_prep(src, dst):
-    data = read_module(src)
-    try:
-        elf, signed = strip_signature(data)
-    except ValueError as e:
-        die(f"{src}: {e}")
-    if elf[:4] != b"\x7fELF":
-        die(f"{src}: not an ELF module after decompression")
-    with open(dst, "wb") as f:
-        f.write(elf)
-    print(f"zwm_e2e: {src} -> {dst} ({len(elf)} bytes"
-          f"{', signature stripped' if signed else ''})", file=sys.stderr)
+# The one list of cases, in the order they run. PATCH_SITES come from each
+# arch's ftrace_call_adjust() and CC_FLAGS_FTRACE in 7.2 (docs/e2e.md).
+CASES = [
+    Case("bookworm-amd64", "bookworm", "amd64", "x86_64", X86, ("tool-kconfig", "tool-default"), kind="testdata"),
+    Case("sid-amd64", "sid", "amd64", "x86_64", X86),
+    Case("sid-ppc64el", "sid", "ppc64el", "ppc64le", PPC),
+    Case("trixie-ppc64el", "trixie", "ppc64el", "ppc64le", PPC, ("tool-kconfig", "tool-default")),
+    Case("trixie-amd64", "trixie", "amd64", "x86_64", X86 + IB),
+    Case("bookworm-i386", "bookworm", "i386", "i386", X86),
+    Case("bookworm-ppc64el", "bookworm", "ppc64el", "ppc64le", PPC, ("tool-default", "zero-extra"), compare="named"),
+    Case("sid-arm64", "sid", "arm64", "aarch64", ARM64, compare="contained", patch_sites=(4, 8)),
+    Case("sid-riscv64", "sid", "riscv64", "riscv64", ("arch/riscv/kvm/kvm",), compare="contained", patch_sites=(4,)),
+    Case("sid-s390x", "sid", "s390x", "s390x", ("arch/s390/kvm/kvm",), compare="contained", patch_sites=(0,),
+         noinit=True),
+    Case("negative", "sid", "amd64", "x86_64", X86, ("zero-extra",), reuse="sid-amd64"),
+    Case("negative-arm64", "sid", "arm64", "aarch64", ARM64, ("zero-extra",), compare="contained",
+         patch_sites=(4, 8), reuse="sid-arm64"),
+    Case("bullseye-amd64", "bullseye", "amd64", "x86_64", X86 + IB, ("tool-default", "zero-extra"), "old",
+         compare="named", env=OLD),
+    Case("bullseye-arm64", "bullseye", "arm64", "aarch64", ("drivers/net/macsec",), ("tool-default", "zero-extra"),
+         "old", compare="named", env=OLD),
+    Case("bookworm-arm64", "bookworm", "arm64", "aarch64", ("drivers/net/macsec",), ("tool-default", "zero-extra"),
+         "old", compare="named"),
+    Case("bpo-arm64", "bookworm-backports", "arm64", "aarch64", ARM64, ("tool-default", "zero-extra"), "old",
+         compare="contained", patch_sites=(4, 8), env={"ZWM_KERNEL_IMAGE": "linux-image-6.12.94+deb12-arm64"}),
+    # s390's module_finalize() sizes its trampolines from __mcount_loc: a
+    # module as processed loads, the same with its table emptied must not.
+    Case("s390x-empty", "sid", "s390x", "s390x", ("drivers/net/dummy",), (), "old", kind="empty"),
+    # A whole kernel built with clang (scripts/build-clang-kernel.sh). clang
+    # builds ppc64le with plain -pg: that kernel checks nothing, so
+    # zero-extra has nothing to act on there.
+    Case("clang-amd64", "", "amd64", "x86_64", X86, ("tool-kconfig", "tool-default", "zero-extra"), "build",
+         kind="clang"),
+    Case("clang-ppc64el", "", "ppc64el", "ppc64le", PPC, ("tool-kconfig", "tool-default"), "build", kind="clang"),
+]
+BY_NAME = {c.name: c for c in CASES}
+COLUMNS = ("case", "variant", "kernel", "module", "max off", "lines before", "lines after", "invalid before",
+           "invalid after", "zeroed", "result", "boot s", "default=kconfig", "case wall s")
+STT_FUNC = 2
+# Boot classification.
+EXIT_OK, EXIT_LOAD, EXIT_PANIC, EXIT_TIMEOUT, EXIT_REPORT = 0, 10, 11, 12, 13
 
 
-def is_mapping_symbol(name):
-    return name.startswith((".L", "L0", "$")) or not name
+def log(msg):
+    print(f"e2e: {msg}", file=sys.stderr, flush=True)
 
 
-def place_records(module, addrs, sections):
-    """Place each record (ip, name) of a loaded module in its file: the
-    section holding the ip, the offset in it, and the sized function symbol
-    (STT_FUNC) that contains it. Returns (placed, problems): placed is a
-    list of (name, section, offset, function, offset - function start)."""
-    symbols, sizes = elf_symbols(read_module(module))
-    funcs = [y for y in symbols if y["type"] == 2 and y["size"] > 0 and y["section"]]
-    placed, problems = [], []
-    for ip, name in addrs:
-        hit = [(sec, ip - base) for sec, base in sections.items()
-               if sec in sizes and base <= ip < base + sizes[sec]]
-        if len(hit) != 1:
-            problems.append(f"record {name} at {ip:#x} lies in {len(hit)} sections of the module")
-            continue
-        sec, off = hit[0]
-        inside = [f for f in funcs if f["section"] == sec and f["value"] & ~1 <= off < f["value"] + f["size"]]
-        if not inside:
-            placed.append((name, sec, off, None, None))
-            continue
-        f = min(inside, key=lambda f: off - f["value"])
-        placed.append((name, sec, off, f["name"], off - (f["value"] & ~1)))
-    return placed, problems
+def run(cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], **kw)
 
 
-def cmd_empty_table(src, dst, table="__mcount_loc"):
-    """Write a copy of the 64-bit module SRC whose callsite table and its
-    relocation section have sh_size 0: every entry dropped."""
-    data = bytearray(read_module(src))
-    if data[4] != 2:
-        die(f"{src}: empty-table handles 64-bit modules only")
-    e = guest.elf_header(data)[0]
-    hits = 0
-    for i, (name, *_rest) in enumerate(guest.elf_sections(data)):
-        if name in (table, ".rela" + table):
-            struct.pack_into(e + "Q", data, guest.elf_shdr_offset(data, i) + 32, 0)   # sh_size
-            hits += 1
-    if hits != 2:
-        die(f"{src}: no {table} with its .rela{table}")
-    with open(dst, "wb") as f:
-        f.write(data)
+# --- modules, through pyelftools ---------------------------------------------------
+def elf_symbols(path):
+    """guest.elf_symbols (the harness's one ELF reader) of a module file."""
+    return guest.elf_symbols(Path(path).read_bytes())
 
 
-def cmd_noinit(src, dst):
-    """Write a copy of the s390x module SRC whose loader sees no init and no
-    exit: the RELA relocations that store init_module and cleanup_module
-    into .gnu.linkonce.this_module become R_390_NONE (0), so both pointers
-    stay 0; do_init_module() calls nothing, and rmmod runs no exit that
-    would tear down what init never set up. For kvm.ko under TCG, which has
-    no SIE for kvm_s390_init() to find; the callsite table is untouched."""
-    data = bytearray(read_module(src))
-    if data[4] != 2:
-        die(f"{src}: noinit handles 64-bit modules only")
-    e = guest.elf_header(data)[0]
-    secs = guest.elf_sections(data)
-    rela = [s for s in secs if s[0] == ".rela.gnu.linkonce.this_module"]
-    if len(rela) != 1:
-        die(f"{src}: no single .rela.gnu.linkonce.this_module")
-    _n, _t, _f, off, size, link, _e = rela[0]
-    symtab = secs[link]
-    symstr = secs[symtab[5]][3]
-    hits = 0
-    for at in range(off, off + size, 24):
-        info, = struct.unpack_from(e + "Q", data, at + 8)
-        sym = info >> 32
-        name_at, = struct.unpack_from(e + "I", data, symtab[3] + sym * 24)
-        name = data[symstr + name_at:data.index(b"\0", symstr + name_at)]
-        if name in (b"init_module", b"cleanup_module"):
-            struct.pack_into(e + "Q", data, at + 8, sym << 32)    # type 0: R_*_NONE
-            hits += name == b"init_module"
-    if hits != 1:
-        die(f"{src}: {hits} relocations against init_module, expected 1")
-    with open(dst, "wb") as f:
-        f.write(data)
+def write_plain(src, dst):
+    """The module SRC decompressed (signature kept) to DST."""
+    Path(dst).write_bytes(guest.read_module(src))
 
 
-# The tool says "zero" or "drop" for an entry, after its neutraliser.
-ZERO_AT_RE = re.compile(r"^zero-weak-mcount: .*: (?:zero|drop) (\S+)\+(0x[0-9a-f]+) \((?:distance \d+ after (\S+)\)|.*no symbol)")
+# --- the tool's report ---------------------------------------------------------------
+def tool(args):
+    """The tool's --format=json report (one module), or raise with its stderr."""
+    p = run([ZWM, "--format=json", *args], capture_output=True, text=True)
+    lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+    if p.returncode not in (0, 1) or len(lines) != 1 or lines[0]["status"] == "error":
+        raise RuntimeError(f"rc {p.returncode}: {(lines[0]['error'] if lines else p.stderr.strip())[-300:]}")
+    return lines[0]
 
 
-def zeroed_locations(log):
-    """(section, offset, name or None) of each entry the tool's -v log says it zeroed or dropped."""
-    out = []
-    for ln in open(log, errors="replace"):
-        m = ZERO_AT_RE.match(ln.rstrip("\n"))
-        if m:
-            out.append((m.group(1), int(m.group(2), 16), m.group(3)))
-    return out
+def weak(report):
+    """The entries the tool neutralised (or would): (section, offset, symbol, distance)."""
+    return [(f["section"], int(f["offset"], 16), f["symbol"], f["distance"])
+            for f in report["findings"] if f["verdict"] == "weak"]
 
 
-def boot_problems(orig, proc, mod):
-    """What the check-less comparisons ask of the boots before anything
-    else: both ran to the end, and the processed module loaded."""
-    problems = [f"{tag} boot failed: {r.get('why')}"
-                for r, tag in ((orig, "original"), (proc, "processed")) if r.get("exit") != EXIT_OK]
-    if proc["insmod"].get(mod) != 0:
-        problems.append(f"processed {mod} did not load (insmod rc {proc['insmod'].get(mod)})")
-    return problems
+def max_off(report):
+    return {"max_offset": report["max_offset"], "in_function": "in"}.get(report["rule"], "-")
 
 
-def after_load_problems(orig, proc, mod):
-    """And after: the smoke test passed and dmesg is clean, in each boot."""
-    problems = []
-    for r, tag in ((orig, "original"), (proc, "processed")):
-        s = r["smoke"].get(mod)
-        if not s or s["result"] != "ok":
-            problems.append(f"{tag}: ftrace smoke test for {mod} failed: {s['detail'] if s else 'no result'}")
-        problems += [f"{tag} dmesg: {ln.strip()}" for ln in r["dmesg"] if any(b in ln for b in BAD_DMESG)]
-    return problems
-
-
-def compare_contained(orig, proc, mod, log, orig_ko, proc_ko, patch_offsets):
-    """The comparison for kernels without a check (arm64, riscv, s390): a
-    dead weak record is listed under the name of the function before it, so
-    it is told apart by where its ip lies in the module file, not by name.
-    Returns (ok, facts, problems)."""
-    problems = boot_problems(orig, proc, mod)
-    zeroed = zeroed_locations(log)
-    placed = {}
-    for r, ko, tag in ((orig, orig_ko, "original"), (proc, proc_ko, "processed")):
-        addrs = r["addrs"].get(mod, [])
-        if len(addrs) != len(r["aff"].get(mod, [])):
-            problems.append(f"{tag}: {len(addrs)} record ips for {len(r['aff'].get(mod, []))} lines")
-        placed[tag], probs = place_records(ko, addrs, r["sections"].get(mod, {}))
-        problems += [f"{tag}: {p}" for p in probs]
-    dead = [p for p in placed["original"] if p[3] is None]
-    facts = dict(
-        lines_before=len(orig["aff"].get(mod, [])), lines_after=len(proc["aff"].get(mod, [])),
-        invalid_before=len(dead), invalid_after=sum(1 for p in placed["processed"] if p[3] is None),
-        zeroed=len(zeroed),
-        patch_offsets=sorted({p[4] for p in placed["processed"] if p[4] is not None}),
-    )
-    if facts["lines_before"] == 0:
-        problems.append(f"original boot shows no available_filter_functions lines for {mod}")
-    # Every record left is at a function's patch site, named after it.
-    symbols, _ = elf_symbols(read_module(proc_ko))
-    for name, sec, off, func, delta in placed["processed"] + [p for p in placed["original"] if p[3]]:
-        if func is None:
-            problems.append(f"processed record {name} at {sec}+{off:#x} lies in no sized function")
-        elif delta not in patch_offsets:
-            problems.append(f"record {name} at {sec}+{off:#x} is {delta} bytes into {func}, not at a patch site {patch_offsets}")
-        elif name not in {y["name"] for y in symbols if y["section"] == sec and y["value"] & ~1 == off - delta}:
-            problems.append(f"record {name} at {sec}+{off:#x} is named after no symbol at the start of {func}")
-    # Each zeroed entry was one dead record, just before its ip.
-    unmatched = list(dead)
-    for sec, at, name in zeroed:
-        hit = [p for p in unmatched if p[1] == sec and 0 <= p[2] - at <= 16 and (name is None or p[0] == name)]
-        if not hit:
-            problems.append(f"zeroed {sec}+{at:#x} ({name}) matches no dead record of the original boot")
-        else:
-            unmatched.remove(hit[0])
-    if unmatched:
-        problems.append(f"dead records not zeroed: {[(p[0], p[1], hex(p[2])) for p in unmatched]}")
-    # The remaining lines are the original ones less exactly the dead ones.
-    ov = collections.Counter(orig["aff"].get(mod, [])) - collections.Counter(f"{p[0]} [{mod}]" for p in dead)
-    pv = collections.Counter(proc["aff"].get(mod, []))
-    if ov != pv:
-        lost, gained = counter_diff(ov, pv), counter_diff(pv, ov)
-        problems.append(f"valid lines differ: {len(lost)} missing after processing (e.g. {lost[:5]}), "
-                        f"{len(gained)} new (e.g. {gained[:5]})")
-    problems += after_load_problems(orig, proc, mod)
-    return (not problems), facts, problems
-
-
-def compare_named(orig, proc, mod, log, orig_ko):
-    """The comparison for kernels without a check that do not list record
-    ips (available_filter_functions_addrs is 6.5 on). A dead weak record is
-    listed under the name of the symbol before it, so a name listed more
-    often than the module has sized functions of that name carries dead
-    records. After processing there must be none; the lines removed must be
-    exactly those the tool says it zeroed (by that name); no line is new.
-    Returns (ok, facts, problems)."""
-    problems = boot_problems(orig, proc, mod)
-    symbols, _ = elf_symbols(read_module(orig_ko))
-    funcs = collections.Counter(f"{y['name']} [{mod}]" for y in symbols if y["type"] == 2 and y["size"] > 0)
-    ol = collections.Counter(orig["aff"].get(mod, []))
-    pl = collections.Counter(proc["aff"].get(mod, []))
-
-    def dead(lines):
-        return sum(max(0, n - funcs[name]) for name, n in lines.items())
-    zeroed = zeroed_locations(log)
-    facts = dict(lines_before=sum(ol.values()), lines_after=sum(pl.values()),
-                 invalid_before=dead(ol), invalid_after=dead(pl), zeroed=len(zeroed))
-    if facts["lines_before"] == 0:
-        problems.append(f"original boot shows no available_filter_functions lines for {mod}")
-    invalid = [ln for ln in pl if ln.startswith(guest.INVALID)]
-    if invalid:
-        problems.append(f"processed {mod} has {len(invalid)} __ftrace_invalid_address___ line(s)")
-    if facts["invalid_after"]:
-        extra = sorted(n for n, c in pl.items() if c > funcs[n])
-        problems.append(f"processed {mod} still lists {facts['invalid_after']} dead duplicate(s): {extra[:5]}")
-    removed, gained = ol - pl, pl - ol
-    claimed = collections.Counter(f"{name} [{mod}]" for _, _, name in zeroed if name)
-    unnamed = sum(1 for _, _, name in zeroed if not name)
-    lost = counter_diff(removed, claimed)
-    if len(lost) > unnamed or gained:
-        problems.append(f"valid lines differ: {len(lost) - unnamed} missing after processing (e.g. {lost[:5]}), "
-                        f"{sum(gained.values())} new (e.g. {counter_diff(gained, collections.Counter())[:5]})")
-    if counter_diff(claimed, removed):
-        problems.append(f"zeroed entries whose line did not go: {counter_diff(claimed, removed)[:5]}")
-    problems += after_load_problems(orig, proc, mod)
-    return (not problems), facts, problems
-
-
-def cmd_decompress(src, dst):
-    data = read_module(src)
-    with open(dst, "wb") as f:
-        f.write(data)
-
-
-def cmd_sigstate(path):
-    print("signed" if read_module(path).endswith(SIG_MARKER) else "unsigned")
-
-
+# --- boots ---------------------------------------------------------------------------
 def parse_console(text, modules):
-    """The facts of one e2e boot (payload/ftrace-report.sh) for JSON."""
+    """The facts of one boot (payload/ftrace-report.sh)."""
     con = guest.parse(text)
     blocks = con["blocks"]
 
     def named(tag, keep):
-        return {name: [x for x in lines if keep(x, name)]
-                for (t, name), lines in blocks.items() if t == tag}
+        return {name: [x for x in lines if keep(x, name)] for (t, name), lines in blocks.items() if t == tag}
+
+    def rcs(tag):
+        return {f[0]: int(f[1].split("=", 1)[1]) for f in guest.marked(con, tag) if len(f) >= 2}
     rep = {
-        "begin": con["begin"], "end": con["end"], "tracefs": con["tracefs"],
-        "insmod": {f[0]: int(f[1].split("=", 1)[1]) for f in guest.marked(con, "INSMOD") if len(f) >= 2},
-        "rmmod": {f[0]: int(f[1].split("=", 1)[1]) for f in guest.marked(con, "RMMOD") if len(f) >= 2},
+        "begin": con["begin"], "end": con["end"], "insmod": rcs("INSMOD"),
         "smoke": {f[0]: {"result": f[1], "detail": " ".join(f[2:])}
                   for f in guest.marked(con, "SMOKE") if len(f) >= 2},
         "aff": named("AFF", lambda x, m: x.endswith(f" [{m}]")),
         "addrs": {m: [[int(x.split()[0], 16), x.split()[1]] for x in lines]
                   for m, lines in named("ADDRS", lambda x, m: x.endswith(f" [{m}]") and len(x.split()) == 3).items()},
         "sections": {m: {x.split()[0]: int(x.split()[1], 16) for x in lines}
-                     for m, lines in named("SECTIONS", lambda x, m: len(x.split()) == 2 and x.split()[1].startswith("0x")).items()},
-        "dmesg": con["dmesg"], "panic": con["panic"],
+                     for m, lines in named("SECTIONS", lambda x, m: len(x.split()) == 2
+                                           and x.split()[1].startswith("0x")).items()},
+        "dmesg": con["dmesg"], "panic": con["panic"], "modules": modules,
     }
     # Lines with ips stand for the plain list, which the guest then omits.
     for m, recs in rep["addrs"].items():
         rep["aff"].setdefault(m, [f"{name} [{m}]" for _ip, name in recs])
-    rep["modules"] = modules
     return rep
 
 
@@ -326,162 +181,455 @@ def classify(rep, timed_out):
     if rep["panic"]:
         return EXIT_PANIC, "kernel panic/oops: " + rep["panic"][0].strip()
     for m in rep["modules"]:
-        rc = rep["insmod"].get(m)
-        if rc is not None and rc != 0:
-            return EXIT_LOAD, f"insmod {m} failed (rc {rc})"
+        if rep["insmod"].get(m, 0) != 0:
+            return EXIT_LOAD, f"insmod {m} failed (rc {rep['insmod'][m]})"
     if timed_out:
         return EXIT_TIMEOUT, "timeout: the guest did not power off"
     if not rep["begin"] or not rep["end"]:
         return EXIT_REPORT, "report missing or incomplete (no BEGIN/END marker)"
     for m in rep["modules"]:
-        if m not in rep["insmod"]:
-            return EXIT_REPORT, f"no insmod result for {m}"
-        if m not in rep["aff"]:
-            return EXIT_REPORT, f"no available_filter_functions section for {m}"
+        if m not in rep["insmod"] or m not in rep["aff"]:
+            return EXIT_REPORT, f"no insmod result or available_filter_functions section for {m}"
     return EXIT_OK, "ok"
 
 
-def cmd_parse(console, out, modules, timed_out=False):
-    text = open(console, "rb").read().decode("utf-8", "replace")
-    rep = parse_console(text, modules)
-    code, why = classify(rep, timed_out)
-    rep["exit"] = code
-    rep["why"] = why
-    with open(out, "w") as f:
-        json.dump(rep, f, indent=1)
-    return code, why
+def boot(arch, kernel, busybox, out, mods):
+    """Boot MODS under scripts/guest/run.sh; OUT/report.json holds the facts.
+    Returns the report (its "exit" one of EXIT_*, 2 for a host error)."""
+    names = [guest.module_name(m) for m in mods]
+    rc = run([REPO / "scripts/guest/run.sh", "--arch", arch, "--kernel", kernel, "--busybox", busybox,
+              "--out", out, "--payload", REPO / "scripts/guest/payload/ftrace-report.sh", *mods]).returncode
+    if rc not in (0, 12):
+        return {"exit": 2, "why": f"scripts/guest/run.sh exit {rc}"}
+    console = Path(out, "console.log").read_bytes().decode("utf-8", "replace")
+    rep = parse_console(console, names)
+    rep["exit"], rep["why"] = classify(rep, rc == 12)
+    rep["seconds"] = Path(out, "boot-seconds").read_text().strip()
+    Path(out, "report.json").write_text(json.dumps(rep, indent=1))
+    log(f"boot {arch} {' '.join(names)}: {rep['why']} ({rep['seconds']}s) -> {out}")
+    if rep["exit"]:
+        log("last console lines:\n" + "".join(f"  | {x}\n" for x in console.splitlines()[-25:]))
+    return rep
 
 
-ZERO_RE = re.compile(r"^zero-weak-mcount: (.*): (?:zero|drop) \S+ \(distance (\d+)")
-
-
-def zeroed_distances(stderr_path, path=None):
-    out = []
-    for ln in open(stderr_path, errors="replace"):
-        m = ZERO_RE.match(ln.rstrip("\n"))
-        if m and (path is None or m.group(1) == path):
-            out.append(int(m.group(2)))
-    return out
-
-
+# --- the comparisons: (facts, problems) ------------------------------------------------
 def counter_diff(a, b):
-    """Elements of a not in b, as a sorted list (multiset difference)."""
     return sorted((a - b).elements())
 
 
-def compare(orig, proc, mod, zeroed, label=""):
-    """Return (ok, facts, problems)."""
-    problems = []
-    facts = {}
-    if orig.get("exit") != EXIT_OK:
-        problems.append(f"original boot failed: {orig.get('why')}")
-    if proc.get("exit") != EXIT_OK:
-        problems.append(f"processed boot failed: {proc.get('why')}")
-    if proc["insmod"].get(mod) != 0:
-        problems.append(f"processed {mod} did not load (insmod rc {proc['insmod'].get(mod)})")
-    ov, oi = split_lines(orig["aff"].get(mod, []))
-    pv, pi = split_lines(proc["aff"].get(mod, []))
-    facts.update(
-        lines_before=sum(ov.values()) + sum(oi.values()),
-        invalid_before=sum(oi.values()),
-        lines_after=sum(pv.values()) + sum(pi.values()),
-        invalid_after=sum(pi.values()),
-        zeroed=len(zeroed),
-    )
-    if facts["lines_before"] == 0:
-        problems.append(f"original boot shows no available_filter_functions lines for {mod}")
-    if pi:
-        problems.append(f"processed {mod} still has {sum(pi.values())} invalid line(s): "
-                        f"distances {sorted(pi.elements())}")
-    if ov != pv:
-        lost = counter_diff(ov, pv)
-        gained = counter_diff(pv, ov)
-        msg = f"valid lines differ: {len(lost)} missing after processing"
-        if lost:
-            msg += f" (e.g. {lost[:5]})"
-        msg += f", {len(gained)} new"
-        if gained:
-            msg += f" (e.g. {gained[:5]})"
-        problems.append(msg)
-    removed = oi - pi
-    zc = collections.Counter(zeroed)
-    if removed != zc:
-        problems.append(
-            "removed invalid lines do not match the zeroed entries: kernel removed "
-            f"distances {sorted(removed.elements())}, tool zeroed {sorted(zc.elements())}")
+def common_problems(orig, proc, mod):
+    """Both boots ran to the end, the processed module loaded, the smoke
+    test passed and dmesg is clean in each."""
+    problems = [f"{tag} boot failed: {r.get('why')}"
+                for r, tag in ((orig, "original"), (proc, "processed")) if r.get("exit") != EXIT_OK]
+    if proc.get("insmod", {}).get(mod) != 0:
+        problems.append(f"processed {mod} did not load (insmod rc {proc.get('insmod', {}).get(mod)})")
     for r, tag in ((orig, "original"), (proc, "processed")):
-        s = r["smoke"].get(mod)
+        s = r.get("smoke", {}).get(mod)
         if not s or s["result"] != "ok":
-            problems.append(f"{tag}: ftrace smoke test for {mod} failed: "
-                            f"{s['detail'] if s else 'no result'}")
-    for ln in proc["dmesg"]:
-        if any(b in ln for b in BAD_DMESG):
-            problems.append(f"processed dmesg: {ln.strip()}")
-    for ln in orig["dmesg"]:
-        if any(b in ln for b in BAD_DMESG):
-            problems.append(f"original dmesg: {ln.strip()}")
-    return (not problems), facts, problems
+            problems.append(f"{tag}: ftrace smoke test for {mod} failed: {s['detail'] if s else 'no result'}")
+        problems += [f"{tag} dmesg: {x}" for x in guest.bad_lines(r.get("dmesg", []))]
+    return problems
+
+
+def lines_differ(lost, gained):
+    return (f"valid lines differ: {len(lost)} missing after processing (e.g. {lost[:5]}), "
+            f"{len(gained)} new (e.g. {gained[:5]})")
+
+
+def compare_checked(orig, proc, mod, zeroed, **_):
+    ov, oi = guest.split_lines(orig.get("aff", {}).get(mod, []))
+    pv, pi = guest.split_lines(proc.get("aff", {}).get(mod, []))
+    facts = dict(lines_before=sum(ov.values()) + sum(oi.values()), lines_after=sum(pv.values()) + sum(pi.values()),
+                 invalid_before=sum(oi.values()), invalid_after=sum(pi.values()), zeroed=len(zeroed))
+    problems = []
+    if pi:
+        problems.append(f"processed {mod} still has {sum(pi.values())} invalid line(s): distances {sorted(pi.elements())}")
+    if ov != pv:
+        problems.append(lines_differ(counter_diff(ov, pv), counter_diff(pv, ov)))
+    zc = collections.Counter(d for *_, d in zeroed)
+    if oi - pi != zc:
+        problems.append("removed invalid lines do not match the zeroed entries: kernel removed distances "
+                        f"{sorted((oi - pi).elements())}, tool zeroed {sorted(zc.elements())}")
+    return facts, problems
+
+
+def place_records(ko, addrs, sections):
+    """Each record (ip, name) of a loaded module placed in its file: (name,
+    section, offset, containing sized function or None, offset into it)."""
+    symbols, sizes = elf_symbols(ko)
+    funcs = [s for s in symbols if s["type"] == STT_FUNC and s["size"] > 0 and s["section"]]
+    placed, problems = [], []
+    for ip, name in addrs:
+        hit = [(sec, ip - base) for sec, base in sections.items() if sec in sizes and base <= ip < base + sizes[sec]]
+        if len(hit) != 1:
+            problems.append(f"record {name} at {ip:#x} lies in {len(hit)} sections of the module")
+            continue
+        sec, off = hit[0]
+        inside = [f for f in funcs if f["section"] == sec and f["value"] & ~1 <= off < f["value"] + f["size"]]
+        f = min(inside, key=lambda f: off - f["value"]) if inside else None
+        placed.append((name, sec, off, f and f["name"], f and off - (f["value"] & ~1)))
+    return placed, problems
+
+
+def compare_contained(orig, proc, mod, zeroed, orig_ko, proc_ko, patch_sites):
+    problems, placed = [], {}
+    for r, ko, tag in ((orig, orig_ko, "original"), (proc, proc_ko, "processed")):
+        addrs = r.get("addrs", {}).get(mod, [])
+        if len(addrs) != len(r.get("aff", {}).get(mod, [])):
+            problems.append(f"{tag}: {len(addrs)} record ips for {len(r['aff'].get(mod, []))} lines")
+        placed[tag], probs = place_records(ko, addrs, r.get("sections", {}).get(mod, {}))
+        problems += [f"{tag}: {p}" for p in probs]
+    dead = [p for p in placed["original"] if p[3] is None]
+    facts = dict(lines_before=len(orig["aff"].get(mod, [])), lines_after=len(proc.get("aff", {}).get(mod, [])),
+                 invalid_before=len(dead), invalid_after=sum(1 for p in placed["processed"] if p[3] is None),
+                 zeroed=len(zeroed))
+    # Every record left is at a function's patch site, named after it.
+    symbols, _ = elf_symbols(proc_ko)
+    for name, sec, off, func, delta in placed["processed"] + [p for p in placed["original"] if p[3]]:
+        if func is None:
+            problems.append(f"processed record {name} at {sec}+{off:#x} lies in no sized function")
+        elif delta not in patch_sites:
+            problems.append(f"record {name} at {sec}+{off:#x} is {delta} bytes into {func}, not at a patch site {patch_sites}")
+        elif name not in {s["name"] for s in symbols if s["section"] == sec and s["value"] & ~1 == off - delta}:
+            problems.append(f"record {name} at {sec}+{off:#x} is named after no symbol at the start of {func}")
+    # Each zeroed entry was one dead record, just before its ip.
+    unmatched = list(dead)
+    for sec, at, name, _d in zeroed:
+        hit = [p for p in unmatched if p[1] == sec and 0 <= p[2] - at <= 16 and (name is None or p[0] == name)]
+        if hit:
+            unmatched.remove(hit[0])
+        else:
+            problems.append(f"zeroed {sec}+{at:#x} ({name}) matches no dead record of the original boot")
+    if unmatched:
+        problems.append(f"dead records not zeroed: {[(p[0], p[1], hex(p[2])) for p in unmatched]}")
+    # The remaining lines are the original ones less exactly the dead ones.
+    ov = collections.Counter(orig["aff"].get(mod, [])) - collections.Counter(f"{p[0]} [{mod}]" for p in dead)
+    pv = collections.Counter(proc.get("aff", {}).get(mod, []))
+    if ov != pv:
+        problems.append(lines_differ(counter_diff(ov, pv), counter_diff(pv, ov)))
+    return facts, problems
+
+
+def compare_named(orig, proc, mod, zeroed, orig_ko, **_):
+    symbols, _ = elf_symbols(orig_ko)
+    funcs = collections.Counter(f"{s['name']} [{mod}]" for s in symbols if s["type"] == STT_FUNC and s["size"] > 0)
+    ol = collections.Counter(orig["aff"].get(mod, []))
+    pl = collections.Counter(proc.get("aff", {}).get(mod, []))
+
+    def dead(lines):
+        return sum(max(0, n - funcs[name]) for name, n in lines.items())
+    facts = dict(lines_before=sum(ol.values()), lines_after=sum(pl.values()),
+                 invalid_before=dead(ol), invalid_after=dead(pl), zeroed=len(zeroed))
+    problems = []
+    invalid = [x for x in pl if x.startswith(guest.INVALID)]
+    if invalid:
+        problems.append(f"processed {mod} has {len(invalid)} __ftrace_invalid_address___ line(s)")
+    if facts["invalid_after"]:
+        extra = sorted(n for n, c in pl.items() if c > funcs[n])
+        problems.append(f"processed {mod} still lists {facts['invalid_after']} dead duplicate(s): {extra[:5]}")
+    removed, gained = ol - pl, pl - ol
+    claimed = collections.Counter(f"{name} [{mod}]" for _s, _o, name, _d in zeroed if name)
+    unnamed = sum(1 for _s, _o, name, _d in zeroed if not name)
+    lost = counter_diff(removed, claimed)
+    if len(lost) > unnamed or gained:
+        problems.append(lines_differ(lost[unnamed:], counter_diff(gained, collections.Counter())))
+    if counter_diff(claimed, removed):
+        problems.append(f"zeroed entries whose line did not go: {counter_diff(claimed, removed)[:5]}")
+    return facts, problems
+
+
+COMPARE = {"checked": compare_checked, "contained": compare_contained, "named": compare_named}
+
+
+# --- one run ----------------------------------------------------------------------------
+class Run:
+    def __init__(self, work):
+        self.work, self.rows, self.failures, self.negative = work, [], [], []
+
+    def fail(self, msg):
+        self.failures.append(msg)
+
+    def row(self, *cells):
+        self.rows.append([str(c) for c in cells])
+
+    def fetch(self, case):
+        """(kver, kernel image, --kconfig, busybox, root) of a Debian case."""
+        extra = [] if case.arch == "x86_64" else ["busybox-static"]
+        p = run([REPO / "scripts/fetch-debian-kernel.sh", case.suite, case.debarch, *extra],
+                stdout=subprocess.PIPE, text=True, env={**os.environ, **case.env})
+        if p.returncode:
+            raise RuntimeError("fetch failed")
+        root = Path(p.stdout.strip())
+        kver = (root.parent / "kver").read_text().strip()
+
+        def find(*rels):
+            for rel in rels:
+                for base in (root, root / "usr"):
+                    hits = sorted(base.glob(rel))
+                    if hits:
+                        return hits[0]
+            raise RuntimeError(f"none of {rels} under {root}")
+        kernel = find(*(f"{d}/{n}" for d in ("boot", f"lib/modules/{kver}") for n in (f"vmlinuz-{kver}", f"vmlinux-{kver}", "vmlinuz", "vmlinux")))
+        config = find(f"boot/config-{kver}", f"lib/modules/{kver}/config")
+        bb = HOST_BUSYBOX if case.arch == "x86_64" else find("bin/busybox")
+        mods = [find(f"lib/modules/{kver}/kernel/{m}.ko", f"lib/modules/{kver}/kernel/{m}.ko.*") for m in case.mods]
+        return kver, kernel, config, bb, mods
+
+    def clang(self, case):
+        p = run([REPO / "scripts/build-clang-kernel.sh", "--arch", case.arch], stdout=subprocess.PIPE, text=True)
+        if p.returncode:
+            raise RuntimeError(f"scripts/build-clang-kernel.sh --arch {case.arch} failed")
+        obj = Path(p.stdout.strip())
+        log(f"{case.name}: kernel build {(obj / 'build-seconds').read_text().strip()}s")
+        kver = (obj / "include/config/kernel.release").read_text().strip()
+        if case.arch == "x86_64":
+            bb, kernel = HOST_BUSYBOX, obj / "arch/x86/boot/bzImage"
+        else:
+            bb, kernel = self.fetch(Case("busybox", "sid", "ppc64el", "ppc64le", ()))[3], obj / "vmlinux"
+        return kver, kernel, obj / ".config", bb, [obj / f"{m}.ko" for m in case.mods]
+
+    def case(self, case):
+        kver, kernel, config, bb, mods = self.clang(case) if case.kind == "clang" else self.fetch(case)
+        log(f"{case.name}: kernel {kver}")
+        cdir = self.work / case.name
+        if case.kind == "testdata":
+            bdir = cdir / "build"
+            if run([REPO / "scripts/build-testdata.sh", "--kver", kver, "--out", bdir], stdout=sys.stderr).returncode:
+                raise RuntimeError(f"scripts/build-testdata.sh --kver {kver} failed")
+            mods.insert(0, bdir / "zwm_test.ko")
+        if case.kind == "empty":
+            return self.empty(case, kver, kernel, bb, mods[0], cdir)
+        self.variants(case, kver, kernel, config, bb, mods, cdir)
+
+    def variants(self, case, kver, kernel, config, bb, mods, cdir):
+        names, agree = [], {}
+        for d in ("shipped", "orig"):
+            (cdir / d).mkdir(parents=True, exist_ok=True)
+        for m in mods:
+            name = guest.module_name(m)
+            names.append(name)
+            shipped, orig = cdir / "shipped" / f"{name}.ko", cdir / "orig" / f"{name}.ko"
+            write_plain(m, shipped)
+            hostile("noinit" if case.noinit else "strip", shipped, orig)
+            a, b = ({(f[0], f[1]) for f in weak(tool(["--check", "--signed=strip", *k, shipped]))}
+                    for k in ([], ["--kconfig", config]))
+            agree[name] = "yes" if a == b else "no"
+            if a != b:
+                log(f"{shipped}: default and --kconfig differ: {sorted(a ^ b)}")
+        origs = [cdir / "orig" / f"{n}.ko" for n in names]
+        reuse = self.work / case.reuse / "boot-orig"
+        if (case.reuse and (reuse / "report.json").exists() and (reuse / "kernel-path").read_text() == str(kernel)
+                and json.loads((reuse / "report.json").read_text()).get("modules") == names):
+            log(f"{case.name}: reusing the original boot in {reuse}")
+            shutil.rmtree(cdir / "boot-orig", ignore_errors=True)
+            shutil.copytree(reuse, cdir / "boot-orig")
+            orig = json.loads((cdir / "boot-orig/report.json").read_text())
+        else:
+            log(f"{case.name}: booting the original modules ({' '.join(names)})")
+            orig = boot(case.arch, kernel, bb, cdir / "boot-orig", origs)
+            (cdir / "boot-orig").mkdir(exist_ok=True)
+            (cdir / "boot-orig/kernel-path").write_text(str(kernel))
+        if orig["exit"] != EXIT_OK:
+            return self.fail(f"{case.name}: the ORIGINAL modules do not boot cleanly ({orig['why']}, {cdir}/boot-orig)")
+        for v in case.variants:
+            self.variant(case, v, kver, kernel, config, bb, names, cdir, orig, agree)
+
+    def process(self, v, shipped, out, config):
+        """Process SHIPPED as variant V into OUT; the report of what the
+        tool neutralised (for zero-extra: what the real tool would)."""
+        if v != "zero-extra":
+            return tool(["--signed=strip", *(["--kconfig", config] if v == "tool-kconfig" else []), "-o", out, shipped])
+        hostile("strip", shipped, f"{out}.in")
+        report = tool(["-o", f"{out}.tool", f"{out}.in"])
+        if run([ZERO_EXTRA, f"{out}.in", out]).returncode:
+            raise RuntimeError("zero-extra failed")
+        return report
+
+    def variant(self, case, v, kver, kernel, config, bb, names, cdir, orig, agree):
+        vdir, procs, reports = cdir / v, [], {}
+        vdir.mkdir(exist_ok=True)
+        for name in names:
+            shipped, out = cdir / "shipped" / f"{name}.ko", vdir / f"{name}.ko"
+            try:
+                reports[name] = r = self.process(v, shipped, out, config)
+            except RuntimeError as e:
+                self.fail(f"{case.name}/{v}: processing {name} failed: {e}")
+                continue
+            # A kernel newer than the rule table is processed with the newest
+            # rules; here that meets a real kernel, so it fails until someone
+            # reads the new source (docs/rules.md, "Newer kernels").
+            self.failures += [f"{case.name}/{v}: {name}: {w}" for w in r["warnings"] if "is newer than" in w]
+            # --signed=strip drops the signature of a module it changes; one
+            # with nothing to change comes out as it went in, still signed.
+            data = out.read_bytes()
+            if data.endswith(guest.SIG_MARKER) and data != shipped.read_bytes():
+                self.fail(f"{case.name}/{v}: {name} output was changed but still carries a signature")
+            if v != "zero-extra":
+                again = tool(["-o", vdir / f"{name}.again.ko", out])   # idempotence: nothing more to do
+                if again["weak"]:
+                    self.fail(f"{case.name}/{v}: second run on the processed {name} finds {again['weak']} more")
+            if case.noinit:
+                hostile("noinit", out, vdir / f"{name}.noinit.ko")
+                out = vdir / f"{name}.noinit.ko"
+            procs.append(out)
+        if len(procs) != len(names):
+            return
+        log(f"{case.name}/{v}: booting the processed modules")
+        proc = boot(case.arch, kernel, bb, vdir / "boot", procs)
+        hit = False
+        for name in names:
+            zeroed = weak(reports[name])
+            facts, problems = COMPARE[case.compare](
+                orig, proc, name, zeroed, orig_ko=cdir / "orig" / f"{name}.ko",
+                proc_ko=vdir / f"{name}.ko", patch_sites=case.patch_sites)
+            problems = common_problems(orig, proc, name) + problems
+            if not orig["aff"].get(name):
+                problems.insert(0, f"original boot shows no available_filter_functions lines for {name}")
+            (vdir / f"{name}.compare.json").write_text(json.dumps({**facts, "problems": problems}, indent=1))
+            if v == "zero-extra":
+                caught = any(p.startswith("valid lines differ: 1 missing after processing") for p in problems)
+                hit |= caught
+                verdict = "FAIL-as-expected" if caught else "NOT-DETECTED"
+                log(f"negative control {name}: {'; '.join(problems) or 'comparison PASSED'}")
+            else:
+                verdict = "FAIL" if problems else "PASS"
+                if problems:
+                    self.fail(f"{case.name}/{v}/{name}: " + "; ".join(problems))
+            self.row(case.name, v, kver, name, max_off(reports[name]),
+                     *(facts[k] for k in ("lines_before", "lines_after", "invalid_before", "invalid_after", "zeroed")),
+                     verdict, proc.get("seconds", "?"), agree[name])
+        if v == "zero-extra":
+            self.negative.append(f"{case.name} {'detected' if hit else 'NOT detected'}")
+            if not hit:
+                self.fail(f"negative control {case.name}: the extra zeroed valid entry was NOT detected by the comparison")
+
+    def empty(self, case, kver, kernel, bb, mod, cdir):
+        name = guest.module_name(mod)
+        for d in ("processed", "empty"):
+            (cdir / d).mkdir(parents=True, exist_ok=True)
+        write_plain(mod, cdir / f"{name}.shipped.ko")
+        hostile("strip", cdir / f"{name}.shipped.ko", cdir / f"{name}.in.ko")
+        tool(["-o", cdir / "processed" / f"{name}.ko", cdir / f"{name}.in.ko"])
+        hostile("empty-table", cdir / "processed" / f"{name}.ko", cdir / "empty" / f"{name}.ko")
+        ok = boot(case.arch, kernel, bb, cdir / "boot-processed", [cdir / "processed" / f"{name}.ko"])
+        bad = boot(case.arch, kernel, bb, cdir / "boot-empty", [cdir / "empty" / f"{name}.ko"])
+        lines = len(ok.get("aff", {}).get(name, []))
+        self.row(case.name, "processed", kver, name, "-", lines, lines, "-", "-", 0,
+                 "PASS" if ok["exit"] == EXIT_OK else "FAIL", ok.get("seconds"), "-")
+        refused = bad["exit"] == EXIT_LOAD and "Cannot allocate memory" in (cdir / "boot-empty/console.log").read_text(errors="replace")
+        self.row(case.name, "emptied", kver, name, "-", "-", "-", "-", "-", "all",
+                 "FAIL-as-expected" if refused else "NOT-DETECTED", bad.get("seconds"), "-")
+        if ok["exit"] != EXIT_OK:
+            self.fail(f"{case.name}: the processed {name} does not boot cleanly ({ok['why']}, {cdir}/boot-processed)")
+        self.negative.append(f"{case.name} {'detected' if refused else 'NOT detected'}")
+        if not refused:
+            self.fail(f"{case.name}: {name} with an empty __mcount_loc did not fail to load ({bad['why']})")
+
+
+def hostile(edit, src, dst):
+    if run([HOSTILE, edit, src, dst]).returncode:
+        raise RuntimeError(f"hostile-edit {edit} {src} failed")
+
+
+def host_tools(cases):
+    """Install what the cases need (scripts/lib.sh does the asking)."""
+    rows = {r.split()[0]: r.split() for r in (REPO / "scripts/guest/arches.tsv").read_text().splitlines()
+            if r.strip() and not r.startswith("#")}
+    need = ["qemu-system-x86_64 qemu-system-x86", "cpio cpio", "xz xz-utils", "python3 python3"]
+    need += sorted({f"{rows[c.arch][1]} {pkg}" for c in cases for pkg in [qemu_package(c.arch)]})
+    if any(c.arch == "riscv64" for c in cases):
+        need.append("/usr/share/qemu/opensbi-riscv64-generic-fw_dynamic.bin qemu-system-data")
+    if any(c.kind == "clang" for c in cases):
+        need.append("modinfo kmod")
+    script = ('. "$REPO/scripts/lib.sh"; missing_packages "$@"; '
+              'has_line insmod /bin/busybox --list || MISSING+=(busybox-static); install_packages "${MISSING[@]}"')
+    if run(["bash", "-c", script, "e2e", *need], env={**os.environ, "REPO": str(REPO), "PROG": "e2e"}).returncode:
+        sys.exit("e2e: error: cannot install the host tools")
+
+
+def qemu_package(arch):
+    return {"x86_64": "qemu-system-x86", "i386": "qemu-system-x86", "ppc64le": "qemu-system-ppc",
+            "aarch64": "qemu-system-arm"}.get(arch, "qemu-system-misc")
+
+
+def build_tools():
+    """ZWM, ZERO_EXTRA and HOSTILE: the tool and the examples, built from
+    these sources unless $ZWM and $ZWM_ZERO_EXTRA name others."""
+    global ZWM, ZERO_EXTRA, HOSTILE
+    rel = REPO / "target/release"
+    log("cargo build --release (the tool, examples zero-extra and hostile-edit)")
+    if run(["cargo", "build", "--release", "--quiet", "--bins", "--example", "zero-extra", "--example",
+            "hostile-edit"], cwd=REPO, stdout=sys.stderr).returncode:
+        sys.exit("e2e: error: cargo build --release failed")
+    ZWM = os.path.abspath(os.environ.get("ZWM") or rel / "zero-weak-mcount")
+    ZERO_EXTRA = os.environ.get("ZWM_ZERO_EXTRA") or rel / "examples/zero-extra"
+    HOSTILE = rel / "examples/hostile-edit"
+
+
+def summary(run_, times, total):
+    body = [r + [str(times.get(r[0], "?"))] for r in run_.rows]
+    w = [max(len(x) for x in col) for col in zip(COLUMNS, *body)]
+    out = [f"\nzero-weak-mcount e2e summary (work folder {run_.work})"]
+    out += ["  ".join(x.ljust(n) for x, n in zip(r, w)).rstrip() for r in [list(COLUMNS), *body]]
+    out += [f"negative control: {'; '.join(run_.negative) or 'not run'}", f"total wall time: {total}s"]
+    text = "\n".join(out) + "\n"
+    print(text, end="")
+    (run_.work / "summary.txt").write_text(text)
 
 
 def main(argv):
-    if len(argv) < 2:
-        die(__doc__)
-    cmd = argv[1]
-    if cmd == "prep" and len(argv) == 4:
-        cmd_prep(argv[2], argv[3])
-    elif cmd == "decompress" and len(argv) == 4:
-        cmd_decompress(argv[2], argv[3])
-    elif cmd == "modname" and len(argv) == 3:
-        print(module_name(argv[2]))
-    elif cmd == "sigstate" and len(argv) == 3:
-        cmd_sigstate(argv[2])
-    elif cmd == "parse" and len(argv) >= 4:
-        args = argv[2:]
-        timed_out = False
-        if "--timed-out" in args:
-            args.remove("--timed-out")
-            timed_out = True
-        code, why = cmd_parse(args[0], args[1], args[2:], timed_out)
-        print(why)
-        sys.exit(code)
-    elif cmd == "zeroed" and len(argv) in (3, 4):
-        for d in zeroed_distances(argv[2], argv[3] if len(argv) == 4 else None):
-            print(d)
-    elif cmd == "empty-table" and len(argv) == 4:
-        cmd_empty_table(argv[2], argv[3])
-    elif cmd == "noinit" and len(argv) == 4:
-        cmd_noinit(argv[2], argv[3])
-    elif cmd == "compare-contained" and len(argv) == 9:
-        orig = json.load(open(argv[2]))
-        proc = json.load(open(argv[3]))
-        offsets = {int(x) for x in argv[8].split(",")}
-        ok, facts, problems = compare_contained(orig, proc, argv[4], argv[5], argv[6], argv[7], offsets)
-        facts["ok"] = ok
-        facts["problems"] = problems
-        print(json.dumps(facts))
-        sys.exit(0 if ok else 1)
-    elif cmd == "compare-named" and len(argv) == 7:
-        orig = json.load(open(argv[2]))
-        proc = json.load(open(argv[3]))
-        ok, facts, problems = compare_named(orig, proc, argv[4], argv[5], argv[6])
-        facts["ok"] = ok
-        facts["problems"] = problems
-        print(json.dumps(facts))
-        sys.exit(0 if ok else 1)
-    elif cmd == "compare" and len(argv) >= 6:
-        orig = json.load(open(argv[2]))
-        proc = json.load(open(argv[3]))
-        mod = argv[4]
-        zeroed = [int(x) for x in open(argv[5]).read().split()]
-        label = argv[7] if len(argv) >= 8 and argv[6] == "--label" else ""
-        ok, facts, problems = compare(orig, proc, mod, zeroed, label)
-        facts["ok"] = ok
-        facts["problems"] = problems
-        print(json.dumps(facts))
-        sys.exit(0 if ok else 1)
-    else:
-        die(__doc__)
+    if argv[:1] == ["boot"] and len(argv) >= 6:
+        os.makedirs(argv[4], exist_ok=True)
+        sys.exit(boot(*argv[1:5], argv[5:])["exit"])
+    if argv[:1] == ["modname"] and len(argv) == 2:
+        return print(guest.module_name(argv[1]))
+    if argv[:1] == ["decompress"] and len(argv) == 3:
+        return write_plain(argv[1], argv[2])
+    ap = argparse.ArgumentParser(description="Prove zero-weak-mcount in real kernels (docs/e2e.md).")
+    ap.add_argument("--group", default="check", choices=("check", "old", "build"))
+    ap.add_argument("--cases", help="comma-separated names from CASES")
+    ap.add_argument("--negative", action="store_true", help="only the negative controls of group check")
+    ap.add_argument("--no-negative", action="store_true")
+    ap.add_argument("--work", default=os.environ.get("ZWM_E2E_WORK"))
+    a = ap.parse_args(argv)
+    names = a.cases.split(",") if a.cases else [c.name for c in CASES if c.group == a.group]
+    if a.negative:
+        names = [c.name for c in CASES if c.reuse]
+    names = [n for n in names if not (a.no_negative and n.startswith("negative"))]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        sys.exit(f"e2e: error: unknown case(s) {unknown}; the cases: {', '.join(BY_NAME)}")
+    cases = [BY_NAME[n] for n in names]
+    host_tools(cases)
+    build_tools()
+    work = Path(a.work).resolve() if a.work else Path(tempfile.mkdtemp(prefix="zwm-e2e."))
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"work folder: {work}")
+    r, times, t_all = Run(work), {}, time.time()
+    for c in cases:
+        t0 = time.time()
+        log(f"=== case {c.name}")
+        try:
+            r.case(c)
+        except (RuntimeError, OSError, ValueError) as e:
+            r.fail(f"{c.name}: {e}")
+        times[c.name] = round(time.time() - t0)
+    summary(r, times, round(time.time() - t_all))
+    if r.failures:
+        print("FAILED:\n" + "".join(f"  - {f}\n" for f in r.failures)
+              + f"e2e: FAIL ({len(r.failures)} problem(s)); logs in {work}", file=sys.stderr)
+        return 1
+    if not r.negative:
+        log("note: negative control not run (--no-negative / --cases)")
+    print(f"e2e: PASS; logs in {work}", file=sys.stderr)
+    return 0
 
 
+HOST_BUSYBOX = "/bin/busybox"
+ZWM = ZERO_EXTRA = HOSTILE = None
 if __name__ == "__main__":
-    main(sys.argv)
+    # Builds run here must not inherit flags from an outer make.
+    for v in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+        os.environ.pop(v, None)
+    sys.exit(main(sys.argv[1:]))
