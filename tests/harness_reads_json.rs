@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The harness reads what the tool did from `--format=json`
+//! (docs/report-format.md), never from its human lines, which
+//! src/render.rs may reword at any time: a parser of those lines breaks
+//! `make e2e` an hour after the rewording, where this fails at once.
+//!
+//! A human line is recognised by what only it says: the `-v` entry lines
+//! (`: zero .text+0x20 (distance 16 after f)`) and the summary (`would
+//! zero 2 of 8 entries [x86_64, __mcount_loc, max offset 0 ...]`), or a
+//! pattern written to match them (`(?:zero|drop)`). Comment lines are not
+//! code and are skipped.
+#![allow(clippy::case_sensitive_file_extension_comparisons, reason = "the repository's file names are lower-case")]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+mod common;
+
+/// What a parser of the human lines contains, and what no reader of the
+/// JSON report needs.
+const HUMAN: &[&str] = &[
+    ": zero ",
+    ": drop ",
+    "(distance ",
+    "would zero",
+    "would drop",
+    "zero|drop",
+    "zero\\|drop",
+    "inside a function symbol",
+    "entries [",
+];
+
+/// Scripts that still parse the human lines, each with the helper that is
+/// turning it to JSON this session. The list may only shrink: an entry
+/// that no longer parses fails the test too, so that it is struck off.
+const NOT_YET: &[&str] = &[
+    // --check's summary line (pkg).
+    "scripts/integration/dkms-abi.sh",
+    // The -v entry lines (probe).
+    "scripts/probe/probe.py",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            files(&path, out);
+        } else if !name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code lines of TEXT that look like a parser of the human lines.
+fn human_parsing(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| {
+            let code = l.trim_start();
+            !(code.starts_with('#') || code.starts_with("//") || code.starts_with("* "))
+        })
+        .filter(|l| HUMAN.iter().any(|h| l.contains(h)))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// The harness of the tree at ROOT: what parses the human lines, by file.
+fn offenders(root: &Path) -> Vec<(String, Vec<String>)> {
+    let mut all = Vec::new();
+    for dir in ["scripts", "dist", "bench/kernel-pass"] {
+        if root.join(dir).is_dir() {
+            files(&root.join(dir), &mut all);
+        }
+    }
+    assert!(all.len() > 30, "only {} harness files under {}: the wrong tree?", all.len(), root.display());
+    all.sort();
+    all.into_iter()
+        .filter_map(|p| {
+            let text = String::from_utf8_lossy(&fs::read(&p).ok()?).into_owned();
+            let lines = human_parsing(&text);
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            (!lines.is_empty()).then_some((rel, lines))
+        })
+        .collect()
+}
+
+#[test]
+fn no_harness_script_parses_the_human_report() {
+    // ZWM_HARNESS_ROOT: check another tree (e.g. an old checkout).
+    let root = std::env::var_os("ZWM_HARNESS_ROOT").map_or_else(root, PathBuf::from);
+    let found = offenders(&root);
+    let new: Vec<_> = found.iter().filter(|(f, _)| !NOT_YET.contains(&f.as_str())).collect();
+    assert!(new.is_empty(), "scripts parse the tool's human lines; read --format=json instead: {new:#?}");
+    if std::env::var_os("ZWM_HARNESS_ROOT").is_none() {
+        let done: Vec<_> = NOT_YET.iter().filter(|f| !found.iter().any(|(g, _)| g == *f)).collect();
+        assert!(done.is_empty(), "no longer parse the human lines: strike them off NOT_YET: {done:?}");
+    }
+}
+
+/// The phrases are what the tool prints: a reworded renderer must reword
+/// them too, or this test would stop seeing parsers of the new words.
+#[test]
+fn the_phrases_are_the_tools() {
+    let dir = common::Scratch::new("harness");
+    let module = dir.file("zwm_test.ko", &common::module());
+    let human = common::tool(&["--check".as_ref(), "-v".as_ref(), module.as_os_str()]);
+    let text = common::stderr(&human);
+    for phrase in [": zero ", "(distance ", "would zero", "entries ["] {
+        assert!(text.contains(phrase), "{phrase:?} not in the -v report:\n{text}");
+    }
+    let json = common::tool(&["--check".as_ref(), "--format=json".as_ref(), module.as_os_str()]);
+    let json = String::from_utf8(json.stdout).unwrap();
+    assert!(json.contains("\"verdict\": \"weak\"") && human_parsing(&json).is_empty(), "{json}");
+}
