@@ -36,9 +36,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts/guest"))
 import guest  # noqa: E402
-from guest import read_module, strip_signature  # noqa: E402
-# What scripts/tree-check/tree_check.py imports from here.
-__all__ = ["read_module", "strip_signature"]
 
 X86 = ("virt/lib/irqbypass", "arch/x86/kvm/kvm")
 IB = ("drivers/infiniband/core/ib_core", "drivers/infiniband/core/ib_uverbs",
