@@ -38,7 +38,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$here/../.." && pwd)
-die() { echo "guest: error: $*" >&2; exit 2; }
+PROG=guest DIE_STATUS=2
+. "$REPO/scripts/lib.sh"
 
 # arch_row ARCH: the row's fields as A_QEMU A_MACHINE ... ("-" for default).
 arch_row() {
