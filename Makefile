@@ -49,15 +49,17 @@ build:
 docs: build
 	$(CARGO) run --release $(CARGO_FLAGS) --example gen-docs -- $(DOCS)
 	$(POD2MAN) --section=1 --center=Debhelper --release="zero-weak-mcount $(version)" \
-		--name=DH_ZERO_WEAK_MCOUNT scripts/dh_zero_weak_mcount $(DOCS)/dh_zero_weak_mcount.1
+		--name=DH_ZERO_WEAK_MCOUNT dist/dh_zero_weak_mcount $(DOCS)/dh_zero_weak_mcount.1
 	$(POD2MAN) --section=8 --center="zero-weak-mcount" --release="zero-weak-mcount $(version)" \
 		--name=INSTALL-KBUILD-HOOK docs/install-kbuild-hook.pod $(DOCS)/install-kbuild-hook.8
 
 version = $(shell $(BIN) --version 2>/dev/null | cut -d' ' -f2)
 
 # What `make` built, installed without running cargo (root may have none:
-# rustup installs per user). The rpm macros name the tool and the brp
-# script where this installs them.
+# rustup installs per user), and what ships beside it from dist/ (the
+# Kbuild hook, the rpm and debhelper steps, the /etc/kernel hook; scripts/
+# is the test harness and installs nothing). The rpm macros name the tool
+# and the brp script where this installs them.
 BUILT := $(BIN) $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DOCS)/install-kbuild-hook.8 \
 	$(DOCS)/completions/zero-weak-mcount.bash $(DOCS)/completions/_zero-weak-mcount \
 	$(DOCS)/completions/zero-weak-mcount.fish
@@ -70,14 +72,14 @@ install:
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/
-	$(INSTALL) -m 0755 scripts/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
-	$(INSTALL) -m 0644 Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
-	$(INSTALL) -m 0755 scripts/brp-zero-weak-mcount $(DESTDIR)$(RPMCONFIGDIR)/
-	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@RPMCONFIGDIR@|$(RPMCONFIGDIR)|g' scripts/macros.zero-weak-mcount \
+	$(INSTALL) -m 0755 dist/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
+	$(INSTALL) -m 0644 dist/Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
+	$(INSTALL) -m 0755 dist/brp-zero-weak-mcount $(DESTDIR)$(RPMCONFIGDIR)/
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@RPMCONFIGDIR@|$(RPMCONFIGDIR)|g' dist/macros.zero-weak-mcount \
 		>$(DESTDIR)$(RPMMACRODIR)/macros.zero-weak-mcount
 	chmod 0644 $(DESTDIR)$(RPMMACRODIR)/macros.zero-weak-mcount
-	$(INSTALL) -m 0755 scripts/dh_zero_weak_mcount $(DESTDIR)$(BINDIR)/
-	$(INSTALL) -m 0644 debhelper/zero_weak_mcount.pm $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/
+	$(INSTALL) -m 0755 dist/dh_zero_weak_mcount $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0644 dist/zero_weak_mcount.pm $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/
 	$(INSTALL) -m 0644 $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(DOCS)/install-kbuild-hook.8 $(DESTDIR)$(MANDIR)/man8/
 	$(INSTALL) -m 0644 $(DOCS)/completions/zero-weak-mcount.bash $(DESTDIR)$(BASHCOMPDIR)/zero-weak-mcount
@@ -90,7 +92,7 @@ install:
 ifneq ($(KERNELHOOKDIR),)
 	for d in header_postinst.d postinst.d; do \
 		$(INSTALL) -d $(DESTDIR)$(KERNELHOOKDIR)/$$d && \
-		sed 's|@SBINDIR@|$(SBINDIR)|' scripts/kernel-header-hook >$(DESTDIR)$(KERNELHOOKDIR)/$$d/50-zero-weak-mcount && \
+		sed 's|@SBINDIR@|$(SBINDIR)|' dist/kernel-header-hook >$(DESTDIR)$(KERNELHOOKDIR)/$$d/50-zero-weak-mcount && \
 		chmod 0755 $(DESTDIR)$(KERNELHOOKDIR)/$$d/50-zero-weak-mcount || exit 1; \
 	done
 endif

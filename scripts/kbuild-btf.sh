@@ -100,7 +100,7 @@ done
 if [ ! -d "$tree/scripts" ]; then
     cp -a "$src/scripts" "$tree/scripts"
 fi
-hook=$REPO/scripts/install-kbuild-hook
+hook=$REPO/dist/install-kbuild-hook
 "$hook" -q --uninstall "$tree" || die "removing an old hook from $tree failed"
 cmp -s "$tree/scripts/Makefile.modfinal" "$src/scripts/Makefile.modfinal" || die "$tree/scripts/Makefile.modfinal is not 7.2's"
 
@@ -228,7 +228,7 @@ log "1. control: --version 'zero-weak-mcount 1.2 (Debian 1.2-1)': the build fail
 
 # --- 2. the current snippet --------------------------------------------------------------------
 "$hook" -q --uninstall "$tree" || die "removing the control hook failed"
-"$hook" -q --snippet "$REPO/Makefile.snippet" "$tree" || die "installing Makefile.snippet failed"
+"$hook" -q --snippet "$REPO/dist/Makefile.snippet" "$tree" || die "installing Makefile.snippet failed"
 "$REAL" --version >"$work/version"
 stampf=$obj/.zero-weak-mcount.ko.stamp
 build new-on || fail "the build with Makefile.snippet failed"

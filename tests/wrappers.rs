@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The rpm buildroot step, `scripts/brp-zero-weak-mcount`, run as rpm runs
+//! The rpm buildroot step, `dist/brp-zero-weak-mcount`, run as rpm runs
 //! it (`RPM_BUILD_ROOT` set) on a buildroot of real module bytes: it hands
 //! the tool the `.ko` files by name, names each compressed module it leaves
 //! alone once, and tells a usage error from a failed module. (The debhelper
@@ -19,7 +19,7 @@ use zero_weak_mcount::process::{Options, analyze};
 const WARNING: &str = "compressed module left unchanged";
 
 fn brp() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/brp-zero-weak-mcount")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/brp-zero-weak-mcount")
 }
 
 /// What the library makes of `data` with default options.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# rpm: scripts/brp-zero-weak-mcount + scripts/macros.zero-weak-mcount.
+# rpm: dist/brp-zero-weak-mcount + dist/macros.zero-weak-mcount.
 #   1. the brp conventions, on a fake buildroot;
 #   2. a real rpmbuild of zwm-test-kmod.spec (Fedora kernel.spec shape: the
 #      brp at the head of %__modsign_install_post, then sign-file, then xz);
