@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=bash
-# Shared helpers for the integration tests (sourced, bash).
+# The helpers of the integration suites alone (sourced, bash): evidence
+# (show, finish), the module checks and the headers copy.  What every
+# script shares (log, ok, fail, the build lock, package installation) is
+# scripts/lib.sh's.
 #
 # Environment set by scripts/integration-test.sh (each test script can also be
 # run on its own with these set):
@@ -14,8 +17,8 @@
 #   ZWM_WORK   scratch folder of this run
 #   ZWM_HDR    the arch headers tree of a private copy of the Debian headers
 #              (ZWM_WORK/root/usr/src/linux-headers-KVER), see make_headers_copy
-#   ZWM_KBUILD_LOCK  optional: a lock file; kbuild and kbuild612 run their
-#              module builds against the headers under flock on it
+#   ZWM_BUILD_LOCK  optional: the one build lock (scripts/lib.sh's
+#              locked); kbuild.sh runs its module builds under it
 
 set -euo pipefail
 
@@ -160,14 +163,6 @@ make_headers_copy() {
 		case "$t" in "$dest"/*) ;; *) fail "headers copy: $l points outside the copy ($t)" ;; esac
 	done < <(find "$dest" -type l)
 	echo "$dest$arch"
-}
-
-# run_logged OUT ERR CMD...: run a command with stdout and stderr captured
-# separately; returns its exit status.
-run_logged() {
-	local out=$1 err=$2
-	shift 2
-	"$@" >"$out" 2>"$err"
 }
 
 # touch, after the clock has moved on: file times come from a coarse clock
