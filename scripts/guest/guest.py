@@ -169,19 +169,6 @@ def elf_file(data):
     return ELFFile(io.BytesIO(bytes(data)))
 
 
-def elf_header(data):
-    """(byte order for struct, shoff, shentsize, shnum, shstrndx) of an ELF image."""
-    h = elf_file(data).header
-    return ("<" if h.e_ident.EI_DATA == "ELFDATA2LSB" else ">",
-            h.e_shoff, h.e_shentsize, h.e_shnum, h.e_shstrndx)
-
-
-def elf_shdr_offset(data, index):
-    """Where section header INDEX of an ELF image starts in the file."""
-    h = elf_file(data).header
-    return h.e_shoff + index * h.e_shentsize
-
-
 def elf_sections(data):
     """[(name, type, flags, offset, size, link, entsize)] of an ELF image,
     in section index order; type as pyelftools names it ("SHT_SYMTAB")."""
