@@ -58,9 +58,7 @@ if [ -z "$llvm" ]; then
     install_packages clang-19 lld-19 llvm-19
     llvm=-19
 fi
-needs=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "xz xz-utils"
-    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev")
-missing_packages "${needs[@]}"
+missing_packages "${KBUILD_NEEDS[@]}"
 install_packages "${MISSING[@]}"
 
 series_source 7.2

@@ -70,8 +70,7 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 t_start=$(date +%s)
 
-missing_packages "make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "git git" \
-    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev" "pahole dwarves"
+missing_packages "${KBUILD_NEEDS[@]}" "git git" "pahole dwarves"
 install_packages "${MISSING[@]}"
 pv=$(pahole --version | sed -n 's/^v\([0-9]*\)\.\([0-9]*\).*/\1\2/p')
 [ -n "$pv" ] && [ "$pv" -ge 122 ] || die "pahole $(pahole --version) is older than 1.22, which 7.2's DEBUG_INFO_BTF needs"

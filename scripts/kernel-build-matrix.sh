@@ -61,8 +61,7 @@ while [ $# -gt 0 ]; do
 done
 work=$(work_dir "$work" "") || die "cannot make $work"
 [ -n "$rows" ] || rows=$(awk 'NF {print $1}' <<<"$ROWS" | tr '\n' ' ')
-needs=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "/usr/include/gelf.h libelf-dev"
-       "/usr/include/openssl/evp.h libssl-dev")
+needs=("${KBUILD_NEEDS[@]}")
 for r in $rows; do
     c=$(awk -v n="$r" '$1 == n {print $3}' <<<"$ROWS")
     [ -n "$c" ] || die "unknown row $r"

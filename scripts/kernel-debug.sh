@@ -57,10 +57,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 work=$(work_dir "${work:-${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-debug}" "")
-missing_packages "make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "cpio cpio" "patch patch" \
-    "qemu-system-x86_64 qemu-system-x86" "/usr/include/gelf.h libelf-dev" \
-    "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static" \
-    "/usr/lib/python3/dist-packages/elftools python3-pyelftools"
+missing_packages "${KBUILD_NEEDS[@]}" "cpio cpio" "qemu-system-x86_64 qemu-system-x86" \
+    "/bin/busybox busybox-static" "/usr/lib/python3/dist-packages/elftools python3-pyelftools"
 install_packages "${MISSING[@]}"
 [ $build_only = 0 ] || [ $boot_only = 0 ] || die "--build-only and --boot-only exclude each other"
 kernels="series broken"

@@ -100,9 +100,8 @@ mk=(ARCH="$karch" ${cross:+CROSS_COMPILE=$cross})
 # --- host tools --------------------------------------------------------------------
 # command-or-file  package
 needs=("git git" "python3 python3" "xz xz-utils")
-[ $quick = 1 ] || needs+=("make make" "patch patch" "gcc gcc" "${cross}gcc $cc_pkg" "flex flex" "bison bison" "bc bc"
-    "cpio cpio" "$(awk -v a="$arch" '$1 == a {print $2}' "$GUEST/arches.tsv") $qemu_pkg" "modinfo kmod"
-    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev" "/bin/busybox busybox-static"
+[ $quick = 1 ] || needs+=("${KBUILD_NEEDS[@]}" "${cross}gcc $cc_pkg" "cpio cpio" "modinfo kmod"
+    "$(awk -v a="$arch" '$1 == a {print $2}' "$GUEST/arches.tsv") $qemu_pkg" "/bin/busybox busybox-static"
     "/usr/lib/python3/dist-packages/elftools python3-pyelftools")
 missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"

@@ -211,6 +211,10 @@ kernel_config() {
 }
 
 JOBS=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
+# What every kernel build needs on the host, as missing_packages entries.
+# shellcheck disable=SC2034 # for the scripts that source this file
+KBUILD_NEEDS=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "patch patch" "xz xz-utils"
+    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev")
 kernel_make() {
     local out=$1
     shift
