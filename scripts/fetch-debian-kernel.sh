@@ -10,8 +10,9 @@
 #   SUITE    bullseye | bookworm | trixie | sid (a release includes its
 #            -security suite), or experimental (with sid, pinned like
 #            backports; for linux-source of the next release), or
-#            bookworm-backports (with bookworm for
-#            what backports lacks, pinned so that its kernel is the candidate)
+#            bookworm-backports or trixie-backports (with bookworm or trixie
+#            for what backports lacks, pinned so that its kernel is the
+#            candidate)
 #   DEBARCH  amd64 | ppc64el | i386 | arm64 | armhf | riscv64 | s390x | loong64
 #   PKG...   extra packages to unpack into the same root (e.g. busybox-static)
 #
@@ -55,8 +56,8 @@ CACHE=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 MAX_AGE=${ZWM_APT_MAX_AGE:-86400}
 
 case "$SUITE" in
-    bullseye|bookworm|trixie|sid|bookworm-backports|experimental) ;;
-    *) die "unsupported suite '$SUITE' (bullseye|bookworm|trixie|sid|bookworm-backports|experimental)";;
+    bullseye|bookworm|trixie|sid|bookworm-backports|trixie-backports|experimental) ;;
+    *) die "unsupported suite '$SUITE' (bullseye|bookworm|trixie|sid|bookworm-backports|trixie-backports|experimental)";;
 esac
 case "$DEBARCH" in
     amd64)   FLAVOUR=amd64;;
@@ -97,9 +98,9 @@ SRC=$APTDIR/etc/sources.list
         experimental)
             echo "deb [signed-by=$KEYRING] $MIRROR sid main"
             echo "deb [signed-by=$KEYRING] $MIRROR experimental main";;
-        bookworm-backports)
-            echo "deb [signed-by=$KEYRING] $MIRROR bookworm main"
-            echo "deb [signed-by=$KEYRING] $MIRROR bookworm-backports main";;
+        bookworm-backports|trixie-backports)
+            echo "deb [signed-by=$KEYRING] $MIRROR ${SUITE%-backports} main"
+            echo "deb [signed-by=$KEYRING] $MIRROR $SUITE main";;
     esac
 } > "$SRC.new"
 if ! cmp -s "$SRC.new" "$SRC" 2>/dev/null; then
@@ -110,8 +111,12 @@ else
 fi
 touch "$APTDIR/state/status"
 # Backports are NotAutomatic: without a pin the release's own kernel wins.
+# Backports are pinned by codename (n=): their archive name follows the
+# release's role (trixie-backports is a=stable-backports, bookworm-backports
+# a=oldstable-backports); experimental by archive (its codename is rc-buggy).
 case "$SUITE" in
-    *-backports|experimental) printf 'Package: *\nPin: release a=%s\nPin-Priority: 990\n' "$SUITE";;
+    *-backports) printf 'Package: *\nPin: release n=%s\nPin-Priority: 990\n' "$SUITE";;
+    experimental) printf 'Package: *\nPin: release a=%s\nPin-Priority: 990\n' "$SUITE";;
 esac > "$APTDIR/etc/preferences"
 
 # Private configuration (APT_CONFIG is read before anything else, so the
