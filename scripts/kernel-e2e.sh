@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # kernel-e2e.sh — prove the kernel half (kernel/*.patch) in real kernels.
 #
-#   scripts/kernel-e2e.sh [--arch x86_64|ppc64le] [--release 7.2|7.3] [--quick]
-#                         [--build-only] [--work DIR] [--rounds N] [--loads N]
+#   scripts/kernel-e2e.sh [--arch x86_64|ppc64le] [--release 7.2|7.3] [--suite SUITE]
+#                         [--quick] [--build-only] [--work DIR] [--rounds N] [--loads N]
 #
 # --quick (what .ci/run can always afford, about a minute): the series
 #   applies with `git apply` (no fuzz) to the files it touches in Debian's
@@ -33,7 +33,10 @@
 #
 # --release 7.3 builds from experimental's linux-source-7.3 instead of
 # 7.2 (lib.sh's SOURCES), the series kernel alone, so the reference is the
-# broken kernel, as on ppc64le.
+# broken kernel, as on ppc64le.  --suite SUITE takes the release's
+# linux-source from that Debian suite instead (scripts/fetch-debian-kernel.sh
+# names them): `--release 7.3 --suite trixie-backports` builds 7.3.4, the
+# 7.3 that trixie users get, rather than experimental's 7.3~rc7.
 #
 # --build-only stops after step 2 (scripts/kernel-bench.sh and
 # scripts/kernel-selftests.sh build on it).
@@ -41,7 +44,7 @@
 # Defaults: --arch x86_64, --rounds and --loads from the row (x86_64: 4 and
 # 10, 40 timed loads per case; ppc64le: 1 and 5), WORK
 # ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e (x86_64 on 7.2), with
-# -ARCH and -REL appended for another arch or release.  Builds are incremental.  Environment: ZWM_JOBS (make
+# -ARCH, -REL and -SUITE appended for another arch, release or --suite.  Builds are incremental.  Environment: ZWM_JOBS (make
 # -j, default nproc+1), ZWM_NICE (niceness of the builds, default 0), ZWM
 # (the tool; default a fresh cargo build --release), ZWM_SERIES (the folder
 # of the series' NNNN-*.patch files, default kernel/), ZWM_BUILD_LOCK (a
@@ -65,11 +68,12 @@ ROWS="
 x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
 ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  series        arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
 "
-arch=x86_64 release=7.2 quick=0 build_only=0 rounds='' loads='' work=''
+arch=x86_64 release=7.2 suite='' quick=0 build_only=0 rounds='' loads='' work=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --arch) arch=$2; shift 2;;
         --release) release=$2; shift 2;;
+        --suite) suite=$2; shift 2;;
         --quick) quick=1; shift;;
         --build-only) build_only=1; shift;;
         --work) work=$2; shift 2;;
@@ -92,6 +96,7 @@ if [ -z "$work" ]; then
     work=$cache/kernel-e2e
     [ "$arch" = x86_64 ] || work=$work-$arch
     [ "$release" = 7.2 ] || work=$work-$release
+    [ -z "$suite" ] || work=$work-$suite
 fi
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
@@ -107,6 +112,9 @@ missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
 
 # --- the source ------------------------------------------------------------------
+# --suite: the release's source from that suite (lib.sh's SOURCES maps a
+# release to its default suite); the other releases keep theirs.
+[ -z "$suite" ] || SOURCES=$(awk -v r="$release" 'NF && $1 != r' <<<"$SOURCES"; echo "$release $suite")
 series_source "$release"
 # The files the series touches, from its diff headers; new files excluded.
 mapfile -t touched < <(sed -n 's|^--- a/||p' "${PATCHES[@]}" | sort -u)
