@@ -7,6 +7,7 @@
 #   scripts/kernel-selftests.sh [--work DIR] [--forms "stock processed unchecked stripped"]
 #                               [--suites "preload ftrace livepatch probes"] [--jobs N]
 #                               [--module-tests-only "FORM..."] [--no-build] [--report-only]
+#                               [--weak "stock stock-processed series"]
 #
 # The kernels are kernel-e2e's x86_64 pair (`kernel-e2e.sh --build-only`),
 # whose one config has what both suites need.  Each boot (one vCPU, TCG)
@@ -32,6 +33,20 @@
 # with stock-stripped's) and writes
 # WORK/report.md.
 #
+# --weak CASE...: the series' own selftest (patch 3: the test module
+# test_ftrace_weak.ko, whose weak function is overridden inside it, and the
+# ftracetest case test.d/ftrace/func_dead_weak_module.tc), from the series
+# tree's tools/testing/selftests/ftrace, the module built against each
+# kernel, in a boot of its own per case (suite ftrace, that case alone):
+#   stock            the stock kernel, the module as built: must FAIL
+#                    (its dead weak callsite gets a disabled record);
+#   stock-processed  the stock kernel, the module run through the tool:
+#                    must PASS (the dead word zeroed at build time);
+#   series           the series kernel, the module as built: must PASS.
+# These boots are judged here (WORK/weak.md), apart from report.py's
+# stock-against-series comparison, which runs stock's own selftests.
+# Default: all three; --weak "" runs none, and --forms "" with --weak runs
+# only them.
 # --module-tests-only FORM...: in those forms ftracetest runs only its
 # module tests (MODULE_TESTS below), for time: a whole ftracetest run takes
 # most of an hour of TCG.
@@ -54,7 +69,7 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-selftests
 forms="stock stock-stripped processed unchecked stripped"
 suites="preload ftrace livepatch probes"
-jobs=1 report_only=0 build=1 subset_forms=
+jobs=1 report_only=0 build=1 subset_forms='' weak="stock stock-processed series"
 # The ftracetest cases that load modules (modprobe of the sample modules).
 MODULE_TESTS="test.d/ftrace/func_mod_trace.tc test.d/kprobe/kprobe_module.tc test.d/event/event-mod.tc
  test.d/event/trace_printk.tc test.d/dynevent/add_remove_fprobe_module.tc
@@ -66,6 +81,7 @@ while [ $# -gt 0 ]; do
         --suites) suites=$2; shift 2;;
         --jobs) jobs=$2; shift 2;;
         --module-tests-only) subset_forms=$2; shift 2;;
+        --weak) weak=$2; shift 2;;
         --report-only) report_only=1; shift;;
         --no-build) build=0; shift;;
         *) arg_error "$1";;
@@ -215,6 +231,63 @@ boot() { # FORM
         log "warning: the guest did not power off in time ($out)"
     log "$f: booted in $(cat "$out/boot-seconds") s"
 }
+# --- the series' own selftest (--weak) -------------------------------------------------
+# weak_tree KERNEL: the series' ftrace selftests with test_ftrace_weak.ko
+# built against KERNEL, in WORK/weak-KERNEL.
+weak_tree() {
+    local k=$1 d=$work/weak-$1
+    rm -rf "$d"; cp -r "$e2e/src-series/tools/testing/selftests/ftrace" "$d"
+    [ -f "$d/test.d/ftrace/func_dead_weak_module.tc" ] || die "the series tree has no func_dead_weak_module.tc (patch 3)"
+    cp "$work/ftrace/poll" "$d/poll"
+    build_kernel "test_ftrace_weak.ko against the $k kernel" "$d.log" \
+        -C "$e2e/src-$k" O="$e2e/obj-$k" M="$d/test_modules" W=1 modules
+    ! grep -q 'warning:' "$d.log" || die "test_ftrace_weak.ko: W=1 warnings (see $d.log)"
+}
+weak_boot() { # CASE: boot it, print "CASE VERDICT INVALID" (INVALID: yes when an
+    # __ftrace_invalid_address___ line of the module was listed)
+    local c=$1 k=series d out=$work/boots/weak-$1
+    case "$c" in stock*) k=stock;; esac
+    d=$work/weak-$c
+    if [ "$c" = stock-processed ]; then
+        rm -rf "$d"; cp -r "$work/weak-stock" "$d"
+        "$ZWM" --format json --kconfig "$e2e/obj-stock/include/config/auto.conf" \
+            -o "$d/test_modules/test_ftrace_weak.ko" "$work/weak-stock/test_modules/test_ftrace_weak.ko" \
+            >"$d.tool.json" || die "the tool failed on test_ftrace_weak.ko (see $d.tool.json)"
+        # The module must hold exactly one dead weak callsite of three, or
+        # the stock case would prove nothing.
+        python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not (r["entries"] == 3 and r["weak"] == 1))' \
+            "$d.tool.json" || die "the tool did not zero 1 of 3 entries of test_ftrace_weak.ko: $(cat "$d.tool.json")"
+    fi
+    rm -rf "$out"; mkdir -p "$out"
+    printf 'SUITES="ftrace"\nPRELOAD=kvm\nFTRACE_TESTS="test.d/ftrace/func_dead_weak_module.tc"\n' > "$out/selftests.conf"
+    log "booting the $k kernel for func_dead_weak_module.tc ($c)"
+    "$GUEST/run.sh" --arch x86_64 --kernel "$e2e/obj-$k/arch/x86/boot/bzImage" --out "$out" \
+        --mem 1024 --timeout 900 --payload "$GUEST/payload/selftests.sh" \
+        --add "$out/selftests.conf=selftests.conf" --add "$d=selftests/ftrace" \
+        --add "/bin/bash-static=bin/bash" --tree "$ul" ||
+        log "warning: the guest did not power off in time ($out)"
+    # ftracetest's verdict: "[1] ftrace - no record for ...<TAB>[PASS]",
+    # where the case's own output (its EXIT trap's trace) may come between
+    # the description and the verdict: the first verdict at or after it.
+    echo "$c $(sed -n '/@@ZWM FTRACETEST-BEGIN/,/@@ZWM FTRACETEST-END/p' "$out/console.log" | tr -d '\r' |
+        awk '/no record for a weak function its module overrides/ {on = 1}
+             on && match($0, /\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\][ \t]*$/) {
+                 v = substr($0, RSTART + 1); sub(/\].*/, "", v); exit }
+             END { print (v == "" ? "none" : v) }') $(
+        if tr -d '\r' <"$out/console.log" | grep -q '^__ftrace_invalid_address___[0-9]* \[test_ftrace_weak\]'; then
+            echo yes; else echo no; fi)"
+}
+weak_results=()
+if [ -n "$weak" ]; then
+    case " $weak " in *" stock"*) weak_tree stock;; esac
+    case " $weak " in *" series "*) weak_tree series;; esac
+    for c in $weak; do
+        case "$c" in stock|stock-processed|series) ;; *) die "unknown --weak case $c";; esac
+        r=$(weak_boot "$c") || exit 2
+        weak_results+=("$r")
+    done
+fi
+
 boots=()
 for f in $forms; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
@@ -222,4 +295,27 @@ for f in $forms; do
     boots+=("$work/boots/$f")
 done
 wait
-python3 "$HERE/report.py" "$work/report.md" "${boots[@]}"
+rc=0
+if [ ${#weak_results[@]} -gt 0 ]; then
+    {
+        echo "The series' selftest, test.d/ftrace/func_dead_weak_module.tc (--weak):"
+        echo
+        echo "| case | kernel | test_ftrace_weak.ko | verdict | invalid line listed | expected | holds |"
+        echo "|---|---|---|---|---|---|---|"
+        for r in "${weak_results[@]}"; do
+            read -r c v i <<<"$r"
+            # On stock as built the case must fail for the reason it tests:
+            # the dead callsite listed as __ftrace_invalid_address___N.
+            case "$c" in
+                stock) e=FAIL ei=yes m="as built";;
+                stock-processed) e=PASS ei=no m="processed by the tool";;
+                series) e=PASS ei=no m="as built";;
+            esac
+            h=yes; [ "${v:-none}" = "$e" ] && [ "$i" = "$ei" ] || { h=no; rc=1; }
+            echo "| $c | ${c%%-*} | $m | ${v:-no verdict} | $i | $e, invalid line $ei | $h |"
+        done
+    } > "$work/weak.md"
+    cat "$work/weak.md"
+fi
+[ ${#boots[@]} -eq 0 ] || python3 "$HERE/report.py" "$work/report.md" "${boots[@]}" || rc=1
+exit $rc
