@@ -274,7 +274,8 @@ weak_boot() { # CASE: boot it, print "CASE VERDICT INVALID" (INVALID: yes when a
              on && match($0, /\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\][ \t]*$/) {
                  v = substr($0, RSTART + 1); sub(/\].*/, "", v); exit }
              END { print (v == "" ? "none" : v) }') $(
-        if tr -d '\r' <"$out/console.log" | grep -q '^__ftrace_invalid_address___[0-9]* \[test_ftrace_weak\]'; then
+        tr -d '\r' <"$out/console.log" >"$out/console.txt"
+        if grep -q '^__ftrace_invalid_address___[0-9]* \[test_ftrace_weak\]' "$out/console.txt"; then
             echo yes; else echo no; fi)"
 }
 weak_results=()
