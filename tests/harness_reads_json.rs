@@ -36,8 +36,6 @@ const HUMAN: &[&str] = &[
 const NOT_YET: &[&str] = &[
     // --check's summary line (pkg).
     "scripts/integration/dkms-abi.sh",
-    // The -v entry lines (probe).
-    "scripts/probe/probe.py",
 ];
 
 fn root() -> PathBuf {

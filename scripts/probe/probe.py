@@ -4,17 +4,17 @@
 reach, what the kernel's record lookup will hand a probe on each of them,
 and what the guest measured.
 
-  probe.py functions TOOL_LOG
-      the functions that precede a dead weak body: the "after F" of every
-      entry the tool's -v log says it neutralises, once each, in order
+  probe.py functions TOOL.json
+      the functions that precede a dead weak body: the symbol before every
+      weak entry of the tool's --format=json report, once each, in order
   probe.py facts BOOT_DIR MODULE.ko ARCH OUT.json
       read one boot (scripts/guest/payload/probe.sh) and replay the
       kernel's lookup on the record array the guest listed; write the
       per-function facts
-  probe.py row STOCK.json PROCESSED.json TOOL_JSON OUT.txt
-      compare the two boots and the tool's at-risk report (TOOL_JSON: its
-      --format=json output on the shipped module, or "-" when the tool has
-      none); print the table and the verdict; exit 1 on a failure
+  probe.py row STOCK.json PROCESSED.json TOOL.json OUT.txt
+      compare the two boots and the tool's at_risk and at_risk_after (its
+      --format=json report on the module it processed); print the table
+      and the verdict; exit 1 on a failure
 
 The replay (kernel/trace/ftrace.c, 7.2): ftrace_location(F) first looks
 for a record overlapping [F, F]; without one, and F being a symbol start,
@@ -29,7 +29,6 @@ that fits, filled in ip order with the non-zero entries), less the
 """
 import json
 import re
-import struct
 import sys
 from pathlib import Path
 
@@ -42,17 +41,17 @@ import guest  # noqa: E402
 # riscv's is empty, and its record is the 4-byte JALR after the AUIPC).
 ARCH = {"x86_64": (16, 5), "aarch64": (16, 4), "ppc64le": (24, 4), "riscv64": (16, 4)}
 PAGE = 4096
-INVALID = "__ftrace_invalid_address___"
 MAX_PATCH_OFFSET = 16
 
 
-def functions(log):
-    seen = []
-    for ln in Path(log).read_text().splitlines():
-        m = re.search(r": (?:zero|drop) \S+ \(distance \d+ after (\S+)\)$", ln)
-        if m and m[1] not in seen:
-            seen.append(m[1])
-    return seen
+def tool_report(path):
+    """The objects of the tool's --format=json report (one a line)."""
+    return [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
+
+
+def functions(path):
+    return list(dict.fromkeys(f["symbol"] for o in tool_report(path) for f in o["findings"]
+                              if f["verdict"] == "weak" and f["symbol"]))
 
 
 def group_sizes(count, entry):
@@ -71,38 +70,26 @@ def group_sizes(count, entry):
 def init_entries(elf):
     """(all __mcount_loc entries, those that point into .init.text, those
     the file leaves zero, [(section, offset)] of the non-zero ones) of a
-    module file."""
-    secs = guest.elf_sections(elf)
-    names = [s[0] for s in secs]
-    e = "<" if elf[5] == 1 else ">"
+    module file, read with the harness's ELF layer (guest.elf_file)."""
+    elf = guest.elf_file(elf)
     # The table the module loader hands ftrace: __mcount_loc, or where the
     # kernel uses -fpatchable-function-entry (arm64, ppc64le),
     # __patchable_function_entries.
-    table = "__mcount_loc" if "__mcount_loc" in names else "__patchable_function_entries"
-    loc = secs[names.index(table)]
-    total = loc[4] // 8
-    init = zero = 0
+    table = elf.get_section_by_name("__mcount_loc") or elf.get_section_by_name("__patchable_function_entries")
+    total = table["sh_size"] // (elf.elfclass // 8)
+    rela = elf.get_section_by_name(".rela" + table.name)
+    if rela is None:
+        return total, 0, 0, []
+    symtab = elf.get_section(rela["sh_link"])
+    # R_*_NONE: an entry the file leaves zero.
+    relocs = [r for r in rela.iter_relocations() if r["r_info_type"]]
     sites = []
-    rela = ".rela" + table
-    if rela in names:
-        _n, _t, _f, off, size, link, _ent = secs[names.index(rela)]
-        symoff, symsize = secs[link][3], secs[link][4]
-        covered = set()
-        for i in range(size // 24):
-            r_off, info, add = struct.unpack_from(e + "QQq", elf, off + 24 * i)
-            sym, typ = info >> 32, info & 0xFFFFFFFF
-            if typ == 0:
-                continue
-            covered.add(r_off)
-            assert 24 * sym < symsize
-            shndx, = struct.unpack_from(e + "H", elf, symoff + 24 * sym + 6)
-            value, = struct.unpack_from(e + "Q", elf, symoff + 24 * sym + 8)
-            if 0 < shndx < len(secs):
-                sites.append((secs[shndx][0], value + add))
-                if secs[shndx][0] == ".init.text":
-                    init += 1
-        zero = total - len(covered)
-    return total, init, zero, sites
+    for r in relocs:
+        sym = symtab.get_symbol(r["r_info_sym"])
+        if isinstance(sym["st_shndx"], int) and 0 < sym["st_shndx"] < elf.num_sections():
+            sites.append((elf.get_section(sym["st_shndx"]).name, sym["st_value"] + r["r_addend"]))
+    init = sum(1 for sec, _o in sites if sec == ".init.text")
+    return total, init, total - len({r["r_offset"] for r in relocs}), sites
 
 
 def place_records(names, sites, sects, arch):
@@ -125,24 +112,18 @@ def bsearch(recs, lo, hi, insn):
     while num > 0:
         pivot = base + (num >> 1)
         ip = recs[pivot]
-        if hi < ip:
-            r = -1
-        elif lo >= ip + insn:
-            r = 1
-        else:
-            return ip
-        if r > 0:
+        if lo >= ip + insn:
             base = pivot + 1
             num -= 1
+        elif hi >= ip:
+            return ip
         num >>= 1
     return None
 
 
 def lookup_rec(pages, lo, hi, insn):
     for pg in pages:
-        if not pg or hi < pg[0] or lo >= pg[-1] + insn:
-            continue
-        ip = bsearch(pg, lo, hi, insn)
+        ip = bsearch(pg, lo, hi, insn) if pg and pg[0] <= hi and lo < pg[-1] + insn else None
         if ip is not None:
             return ip
     return None
@@ -158,16 +139,9 @@ def facts(boot, module, arch, out):
             recs[int(f[0], 16)] = f[1]
         elif len(f) == 2 and f[1] == f"[{mod}]":
             names.append(f[0])
-    syms = []
-    for ln in rep["blocks"][("KALLSYMS", mod)]:
-        f = ln.split()
-        if len(f) >= 4 and re.fullmatch(r"[0-9a-f]+", f[0]):
-            syms.append((int(f[0], 16), f[1], f[2]))
-    sects = {}
-    for ln in rep["blocks"].get(("SECTIONS", mod), []):
-        f = ln.split()
-        if len(f) == 2:
-            sects[f[0]] = int(f[1], 16)
+    syms = [(int(f[0], 16), f[1], f[2]) for f in map(str.split, rep["blocks"][("KALLSYMS", mod)])
+            if len(f) >= 4 and re.fullmatch(r"[0-9a-f]+", f[0])]
+    sects = {f[0]: int(f[1], 16) for f in map(str.split, rep["blocks"].get(("SECTIONS", mod), [])) if len(f) == 2}
     entry, insn = ARCH[arch]
     elf, _signed = guest.strip_signature(guest.read_module(module))
     total, n_init, n_zero, sites = init_entries(elf)
@@ -195,7 +169,7 @@ def facts(boot, module, arch, out):
         for a, t, n in syms:
             at.setdefault(a, set()).add(n)
         wrong = [f"{n}@{ip:#x}" for ip, n in recs.items()
-                 if not n.startswith(INVALID) and n not in at.get(ip, ())]
+                 if not n.startswith(guest.INVALID) and n not in at.get(ip, ())]
         if wrong:
             raise SystemExit(f"probe.py: placed records disagree with kallsyms: {wrong[:5]}")
     # kernel/module/kallsyms.c:find_kallsyms_symbol() skips what
@@ -286,7 +260,7 @@ def facts(boot, module, arch, out):
         rows.append(row)
     res = {"uname": rep["uname"], "module": mod, "arch": arch, "records": len(ips),
            "records_placed": placed, "fprobe_events": fprobe_events,
-           "invalid_records": sum(1 for n in recs.values() if n.startswith(INVALID)),
+           "invalid_records": sum(1 for n in recs.values() if n.startswith(guest.INVALID)),
            "mcount_entries": total, "init_entries": n_init, "zero_entries": n_zero,
            "groups": [len(p) for p in pages], "init_high": init_high,
            "workloads": {k: " ".join(v[1:]) for k, v in
@@ -314,20 +288,6 @@ def reached(r, col):
         lp = r.get("livepatch")
         return own and bool(lp) and lp["listed"] and lp["runs"] == c
     raise ValueError(col)
-
-
-def at_risk_from_tool(path):
-    """{function: dead site} from the tool's --format=json at_risk, or None."""
-    if path == "-" or not Path(path).exists():
-        return None
-    out = {}
-    for ln in Path(path).read_text().splitlines():
-        if not ln.strip():
-            continue
-        obj = json.loads(ln)
-        for r in obj.get("at_risk") or []:
-            out.setdefault(r["function"], []).append(r.get("dead_site"))
-    return out
 
 
 def row(stock_p, proc_p, tool_p, out):
@@ -424,11 +384,14 @@ def row(stock_p, proc_p, tool_p, out):
                 fails.append("stock livepatch missed a function the lookup gives its own record")
             if not reached(b, "livepatch"):
                 fails.append("processed livepatch did not run as often as the control")
-    tool = at_risk_from_tool(tool_p)
-    if tool is not None:
-        lines.append(f"tool at_risk: {sorted(tool)}")
-        if set(tool) != risk:
-            fails.append(f"tool at_risk {sorted(tool)} != replay at risk {sorted(risk)}")
+    # The tool's own report on the shipped module: at risk as the replay
+    # says, and nothing once processed, as the processed boot says.
+    tool = {k: {r["function"] for o in tool_report(tool_p) for r in o[k]} for k in ("at_risk", "at_risk_after")}
+    lines.append(f"tool at_risk: {sorted(tool['at_risk'])}")
+    if tool["at_risk"] != risk:
+        fails.append(f"tool at_risk {sorted(tool['at_risk'])} != replay at risk {sorted(risk)}")
+    if tool["at_risk_after"]:
+        fails.append(f"tool at_risk_after {sorted(tool['at_risk_after'])}: not empty")
     # The dead records are there on the shipped module and gone on the
     # processed one: each dead site the boots found inside a probed
     # function's extent is one record fewer after processing.
