@@ -4,6 +4,7 @@
 # stock and series, side by side, at W=1, on every config of ROWS below.
 #
 #   scripts/kernel-build-matrix.sh [--rows "NAME..."] [--sides "stock series"] [--work DIR]
+#                                  [--release 7.2|7.3] [--suite SUITE]
 #
 # For each row and side: the row's base config (a defconfig, or kernel-e2e's
 # config), its changes, olddefconfig (which must keep every change: an
@@ -20,7 +21,10 @@
 # that the stock side lacks (warnings compared as text, the source tree's
 # path taken out); each row's facts (compiler, the ftrace flavour Kconfig
 # chose) are printed.  WORK/matrix.md gets the table.  Default WORK
-# ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-build-matrix.
+# ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-build-matrix, with -REL and
+# -SUITE appended for another release (lib.sh's SOURCES: 7.2 from sid, 7.3
+# from experimental) or suite (as in kernel-e2e.sh: `--release 7.3 --suite
+# trixie-backports` builds 7.3.4).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,12 +41,16 @@ PROG=kernel-build-matrix DIE_STATUS=2
 # so nodynftrace turns the function tracer off (and STACK_TRACER, which selects
 # it) and keeps the rest of tracing.  FUNCTION_TRACER, FTRACE_SYSCALLS, KPROBES
 # and others select KALLSYMS, so nokallsyms turns those off as well.
+# i386: 32-bit x86 with dynamic ftrace selects HAVE_FENTRY (arch/x86/Kconfig), so
+# FTRACE_MCOUNT_MAX_OFFSET is defined there too, as ENDBR_INSN_SIZE, which is 0
+# without IBT (x86_64 only): the pass is built with a window of 0 bytes.
 # name | ARCH | CROSS_COMPILE | base | config changes (scripts/config words) | full link | facts to show
 ROWS="
 x86_64-e2e        x86_64  -                       e2e                -                                                          -        X86_KERNEL_IBT,LIVEPATCH
 x86_64-nomodules  x86_64  -                       e2e                -d,MODULES                                                 vmlinux  MODULES,DYNAMIC_FTRACE
 x86_64-nodynftrace x86_64 -                       e2e                -d,FUNCTION_TRACER,-d,STACK_TRACER,-d,DYNAMIC_FTRACE      -        MODULES,DYNAMIC_FTRACE
 x86_64-nokallsyms x86_64  -                       e2e                -d,FUNCTION_TRACER,-d,STACK_TRACER,-d,FTRACE_SYSCALLS,-d,KPROBES,-d,KALLSYMS,-d,KALLSYMS_ALL,-d,LIVEPATCH,-d,FPROBE,-d,DYNAMIC_DEBUG  -  KALLSYMS,DYNAMIC_FTRACE
+i386              i386    -                       i386_defconfig     -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        X86_32,HAVE_FENTRY,X86_KERNEL_IBT
 arm64             arm64   aarch64-linux-gnu-      defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_CALL_OPS,DYNAMIC_FTRACE_WITH_ARGS
 ppc64le           powerpc powerpc64le-linux-gnu-  ppc64le_defconfig  -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        MPROFILE_KERNEL,ARCH_USING_PATCHABLE_FUNCTION_ENTRY,PPC_FTRACE_OUT_OF_LINE
 ppc32-pmac32      powerpc powerpc-linux-gnu-      pmac32_defconfig   -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        ARCH_USING_PATCHABLE_FUNCTION_ENTRY
@@ -50,15 +58,22 @@ riscv64           riscv   riscv64-linux-gnu-      defconfig          -e,NONPORTA
 s390              s390    s390x-linux-gnu-        defconfig          -e,FTRACE,-e,FUNCTION_TRACER,-e,DYNAMIC_FTRACE             -        DYNAMIC_FTRACE_WITH_REGS
 "
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
-work=$cache/kernel-build-matrix rows='' sides="stock series"
+work='' rows='' sides="stock series" release=7.2 suite=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) rows=$2; shift 2;;
         --sides) sides=$2; shift 2;;
         --work) work=$2; shift 2;;
+        --release) release=$2; shift 2;;
+        --suite) suite=$2; shift 2;;
         *) arg_error "$1";;
     esac
 done
+if [ -z "$work" ]; then
+    work=$cache/kernel-build-matrix
+    [ "$release" = 7.2 ] || work=$work-$release
+    [ -z "$suite" ] || work=$work-$suite
+fi
 work=$(work_dir "$work" "") || die "cannot make $work"
 [ -n "$rows" ] || rows=$(awk 'NF {print $1}' <<<"$ROWS" | tr '\n' ' ')
 needs=("${KBUILD_NEEDS[@]}")
@@ -69,7 +84,8 @@ for r in $rows; do
 done
 missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
-series_source
+[ -z "$suite" ] || SOURCES=$(awk -v r="$release" 'NF && $1 != r' <<<"$SOURCES"; echo "$release $suite")
+series_source "$release"
 # The objects of the .c files the series changes (new files and host tools aside).
 mapfile -t objects < <(sed -n 's|^--- a/\(.*\)\.c$|\1.o|p' "${PATCHES[@]}" | grep -v '^scripts/' | sort -u)
 
