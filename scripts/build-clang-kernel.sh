@@ -3,7 +3,7 @@
 # build-clang-kernel.sh --arch x86_64|ppc64le [--work DIR]
 #
 # Build stock Linux 7.2 (Debian's linux-source-7.2, no series) with clang
-# and lld (LLVM=1), for the clang cases of scripts/e2e.sh: kvm.ko (and
+# and lld (LLVM=1), for the clang cases of scripts/e2e/zwm_e2e.py: kvm.ko (and
 # irqbypass.ko on x86_64) built by clang against a kernel built by clang.
 #
 #   x86_64   scripts/kernel-e2e/config.sh, kernel-e2e's own config:

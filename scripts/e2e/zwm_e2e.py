@@ -1,21 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""e2e: prove zero-weak-mcount in real kernels (docs/e2e.md).
+"""e2e: prove zero-weak-mcount in real kernels (docs/e2e.md: the cases, the
+checks, the results).
 
   scripts/e2e/zwm_e2e.py [--group check|old|build] [--cases A,B] [--negative]
                          [--no-negative] [--work DIR]
   scripts/e2e/zwm_e2e.py boot ARCH KERNEL BUSYBOX OUT MODULE...
   scripts/e2e/zwm_e2e.py modname|decompress FILE [OUT]
 
-The cases are the table CASES: `make e2e` runs group "check", `make e2e-old`
-"old" (kernels before the rules' newest fixes), `make e2e-clang` "build"
-(each builds a kernel with clang). A case boots its modules as shipped
-(signature stripped) and as each variant processed them; it fails unless
-each processed module loads, passes the smoke test with a clean dmesg
-(guest.BAD), and the kernel drops exactly the records the tool's JSON
-report neutralised (comparisons "checked", "contained", "named": see
-docs/e2e.md). Variant zero-extra, and s390x-empty's emptied table, are
-negative controls: they must be caught, or the run fails.
 Environment: ZWM (the tool; default target/release/zero-weak-mcount, built
 with cargo), ZWM_ZERO_EXTRA, ZWM_CACHE (scripts/fetch-debian-kernel.sh),
 ZWM_E2E_WORK (work folder). Exit status 0 when every case passed and every
@@ -114,10 +106,9 @@ def run(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], **kw)
 
 
-# --- modules, through pyelftools ---------------------------------------------------
-def elf_symbols(path):
-    """guest.elf_symbols (the harness's one ELF reader) of a module file."""
-    return guest.elf_symbols(Path(path).read_bytes())
+def elf_symbols(ko):
+    """guest.elf_symbols (pyelftools) of a module file."""
+    return guest.elf_symbols(Path(ko).read_bytes())
 
 
 def write_plain(src, dst):
@@ -125,7 +116,6 @@ def write_plain(src, dst):
     Path(dst).write_bytes(guest.read_module(src))
 
 
-# --- the tool's report ---------------------------------------------------------------
 def tool(args):
     """The tool's --format=json report (one module), or raise with its stderr."""
     p = run([ZWM, "--format=json", *args], capture_output=True, text=True)
@@ -142,35 +132,29 @@ def weak(report):
 
 
 def max_off(report):
+    """The report's max_offset, or "in" for the in_function rule, which has none."""
     return {"max_offset": report["max_offset"], "in_function": "in"}.get(report["rule"], "-")
 
 
 # --- boots ---------------------------------------------------------------------------
 def parse_console(text, modules):
-    """The facts of one boot (payload/ftrace-report.sh)."""
+    """The facts of one boot (payload/ftrace-report.sh): per module, its
+    available_filter_functions lines ("aff"), record ips ("addrs", 6.5 on,
+    where they stand for "aff" too) and section addresses."""
     con = guest.parse(text)
-    blocks = con["blocks"]
-
-    def named(tag, keep):
-        return {name: [x for x in lines if keep(x, name)] for (t, name), lines in blocks.items() if t == tag}
-
-    def rcs(tag):
-        return {f[0]: int(f[1].split("=", 1)[1]) for f in guest.marked(con, tag) if len(f) >= 2}
-    rep = {
-        "begin": con["begin"], "end": con["end"], "insmod": rcs("INSMOD"),
-        "smoke": {f[0]: {"result": f[1], "detail": " ".join(f[2:])}
-                  for f in guest.marked(con, "SMOKE") if len(f) >= 2},
-        "aff": named("AFF", lambda x, m: x.endswith(f" [{m}]")),
-        "addrs": {m: [[int(x.split()[0], 16), x.split()[1]] for x in lines]
-                  for m, lines in named("ADDRS", lambda x, m: x.endswith(f" [{m}]") and len(x.split()) == 3).items()},
-        "sections": {m: {x.split()[0]: int(x.split()[1], 16) for x in lines}
-                     for m, lines in named("SECTIONS", lambda x, m: len(x.split()) == 2
-                                           and x.split()[1].startswith("0x")).items()},
-        "dmesg": con["dmesg"], "panic": con["panic"], "modules": modules,
-    }
-    # Lines with ips stand for the plain list, which the guest then omits.
-    for m, recs in rep["addrs"].items():
-        rep["aff"].setdefault(m, [f"{name} [{m}]" for _ip, name in recs])
+    rep = {k: con[k] for k in ("begin", "end", "dmesg", "panic")}
+    rep.update(modules=modules, aff={}, addrs={}, sections={},
+               insmod={f[0]: int(f[1].split("=", 1)[1]) for f in guest.marked(con, "INSMOD") if len(f) >= 2},
+               smoke={f[0]: {"result": f[1], "detail": " ".join(f[2:])} for f in guest.marked(con, "SMOKE") if len(f) >= 2})
+    for (tag, m), lines in con["blocks"].items():
+        mine = [x for x in lines if x.endswith(f" [{m}]")]
+        if tag == "AFF":
+            rep["aff"][m] = mine
+        elif tag == "ADDRS":
+            rep["addrs"][m] = [[int(x.split()[0], 16), x.split()[1]] for x in mine if len(x.split()) == 3]
+            rep["aff"].setdefault(m, [f"{name} [{m}]" for _ip, name in rep["addrs"][m]])
+        elif tag == "SECTIONS":
+            rep["sections"][m] = {f[0]: int(f[1], 16) for f in map(str.split, lines) if len(f) == 2 and f[1].startswith("0x")}
     return rep
 
 
@@ -531,10 +515,11 @@ def hostile(edit, src, dst):
 
 def host_tools(cases):
     """Install what the cases need (scripts/lib.sh does the asking)."""
-    rows = {r.split()[0]: r.split() for r in (REPO / "scripts/guest/arches.tsv").read_text().splitlines()
+    qemu = {r.split()[0]: r.split()[1] for r in (REPO / "scripts/guest/arches.tsv").read_text().splitlines()
             if r.strip() and not r.startswith("#")}
+    pkg = {"x86_64": "x86", "i386": "x86", "ppc64le": "ppc", "aarch64": "arm"}
     need = ["qemu-system-x86_64 qemu-system-x86", "cpio cpio", "xz xz-utils", "python3 python3"]
-    need += sorted({f"{rows[c.arch][1]} {pkg}" for c in cases for pkg in [qemu_package(c.arch)]})
+    need += sorted({f"{qemu[c.arch]} qemu-system-{pkg.get(c.arch, 'misc')}" for c in cases})
     if any(c.arch == "riscv64" for c in cases):
         need.append("/usr/share/qemu/opensbi-riscv64-generic-fw_dynamic.bin qemu-system-data")
     if any(c.kind == "clang" for c in cases):
@@ -543,11 +528,6 @@ def host_tools(cases):
               'has_line insmod /bin/busybox --list || MISSING+=(busybox-static); install_packages "${MISSING[@]}"')
     if run(["bash", "-c", script, "e2e", *need], env={**os.environ, "REPO": str(REPO), "PROG": "e2e"}).returncode:
         sys.exit("e2e: error: cannot install the host tools")
-
-
-def qemu_package(arch):
-    return {"x86_64": "qemu-system-x86", "i386": "qemu-system-x86", "ppc64le": "qemu-system-ppc",
-            "aarch64": "qemu-system-arm"}.get(arch, "qemu-system-misc")
 
 
 def build_tools():

@@ -1,22 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""The report library of the guest runner (scripts/guest/run.sh): reading
-the console of a guest that spoke the protocol of scripts/guest/init, and
-the module files it loaded, and the harness's one ELF layer (elf_*: pyelftools,
-Debian's python3-pyelftools).  Every proof's report imports this.
+"""The report library of the guest runner (scripts/guest/run.sh): the
+console of a guest that spoke scripts/guest/init's protocol, the module
+files it loaded, and the harness's one ELF layer (elf_*: pyelftools, Debian's
+python3-pyelftools). Every proof's report imports this; `guest.py modname
+FILE` prints a module's name (.modinfo name=).
 
-  guest.py modname FILE     print the module's name (.modinfo name=)
-
-Console: parse(text) returns a dict of
-  begin, uname, end   the BEGIN (with uname -r) and END markers were seen
-  tracefs, taint      from the TRACEFS and TAINT markers
-  markers             [(TAG, [field...])] of every one-line marker, in order
-  blocks              {(TAG, NAME or None): [line...]} of every
-                      "@@ZWM TAG-BEGIN [NAME]" ... "@@ZWM TAG-END" block
-  dmesg               the DMESG block: the kernel log since /init's mark
-  panic               console lines that show a panic, oops or BUG
-A marker is searched for anywhere in a line: the console interleaves kernel
-messages with the guest's output, and one may precede a marker.
+parse(text) returns a dict: begin, uname, end (the BEGIN marker, with
+uname -r, and END seen); tracefs, taint (their markers); markers, [(TAG,
+[field...])] in order; blocks, {(TAG, NAME or None): [line...]} of each
+"@@ZWM TAG-BEGIN [NAME]" ... "@@ZWM TAG-END"; dmesg, the DMESG block (the
+kernel log since /init's mark); panic, the lines that show a panic, oops
+or BUG. A marker is found anywhere in a line: the console interleaves
+kernel messages with the guest's output.
 """
 import collections
 import gzip
@@ -176,12 +172,6 @@ def elf_sections(data):
              s["sh_entsize"]) for s in elf_file(data).iter_sections()]
 
 
-def elf_section(data, want):
-    """The bytes of section WANT, or None."""
-    s = elf_file(data).get_section_by_name(want)
-    return None if s is None else s.data()
-
-
 def elf_symbols(data):
     """(symbols, section sizes): dicts of name, value, size, type (STT_*
     number) and the name of their section (None when not a real section
@@ -202,7 +192,8 @@ def elf_symbols(data):
 
 def module_name(path):
     """The kernel's name for a module: .modinfo name=, else the file name."""
-    mi = elf_section(read_module(path), ".modinfo") or b""
+    s = elf_file(read_module(path)).get_section_by_name(".modinfo")
+    mi = s.data() if s is not None else b""
     for kv in mi.split(b"\0"):
         if kv.startswith(b"name="):
             return kv[5:].decode()

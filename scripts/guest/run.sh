@@ -1,39 +1,32 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # run.sh — boot a kernel under QEMU (TCG) with an initramfs that speaks the
-# guest protocol of scripts/guest/init: load these modules, run these
-# payloads, report between @@ZWM markers, power off.  Every real-kernel
-# proof of the project boots through here.
+# guest protocol of scripts/guest/init (load the modules, source the
+# payloads, report between @@ZWM markers, power off).  Every real-kernel
+# proof of the project boots through here (docs/e2e.md, "The guest runner").
 #
 #   scripts/guest/run.sh --arch ARCH --kernel FILE --out DIR
 #       [--busybox FILE] [--payload FILE]... [--add SRC=DEST]... [--tree DIR]...
 #       [--smp N] [--tcg-thread single|multi] [--mem MB] [--timeout SEC]
-#       [--cpu MODEL]
-#       [--append ARGS] [MODULE.ko...]
-#
-# ARCH is a row of scripts/guest/arches.tsv (QEMU binary, machine, CPU,
-# console, firmware, memory, timeout, the kernel image of a build tree, the
-# Debian arch, kernel arguments).  Without --busybox the guest gets the host's /bin/busybox
-# when the Debian arch is the host's, else Debian sid's busybox-static for
-# it (scripts/fetch-debian-kernel.sh).  --cpu replaces the row's CPU model
-# (x86_64 "max" exposes SVM, so that kvm-amd loads in the guest).  MODULE.ko files (plain ELF) are
-# loaded in the order given, named after their .modinfo name=.
-# --tcg-thread single runs every vCPU in one host thread, in turn, instead
-# of QEMU's default of one host thread a vCPU (where QEMU supports that):
-# the guest still has N CPUs whose code interleaves (what lockdep, RCU and
-# KASAN need), but only one runs at a time, switching between translated
-# blocks, so none runs code while another rewrites it.  It also keeps a
-# guest to one host core.  The debug-kernel proof needs it: with a thread
-# a vCPU, its kernels (stock ones too) died of "Oops: int3" while ftrace
-# patched their text (docs/kernel-e2e.md, "The debug kernel").  Each
-# --payload is sourced by /init in the order given; --add copies a file to
-# DEST in the initramfs, --tree copies a folder's contents to its root.
-#
-# Writes DIR/initrd.cpio, DIR/qemu-cmd (QEMU's options), DIR/console.log,
-# DIR/qemu.stderr, DIR/boot-seconds and DIR/qemu-rc.  Exit status: 0 the guest powered off, 12 it timed out,
-# 2 usage or host error.  Judging the console is the caller's (guest.py).
-#
+#       [--cpu MODEL] [--append ARGS] [MODULE.ko...]
 #   scripts/guest/run.sh --image ARCH   the kernel image's path in a build tree
+#
+# ARCH is a row of scripts/guest/arches.tsv.  Without --busybox the guest
+# gets the host's /bin/busybox when the row's Debian arch is the host's,
+# else Debian sid's busybox-static for it.  --cpu replaces the row's CPU
+# (x86_64 "max" exposes SVM, so that kvm-amd loads).  MODULE.ko files
+# (plain ELF) load in the order given, named after their .modinfo name=.
+# --tcg-thread single runs all vCPUs in one host thread, in turn: the guest
+# still has N interleaving CPUs (for lockdep, RCU, KASAN), but none runs
+# code while another rewrites it; the debug-kernel proof needs that (with a
+# thread a vCPU its kernels, stock ones too, died of "Oops: int3" while
+# ftrace patched their text: docs/kernel-e2e.md, "The debug kernel").
+# Each --payload is sourced by /init in the order given; --add copies a file
+# to DEST in the initramfs, --tree copies a folder's contents to its root.
+#
+# Writes DIR/initrd.cpio, qemu-cmd, console.log, qemu.stderr, boot-seconds
+# and qemu-rc.  Exit status: 0 the guest powered off, 12 it timed out, 2
+# usage or host error.  Judging the console is the caller's (guest.py).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,21 +50,12 @@ arch='' kernel='' busybox='' out='' timeout='' mem='' smp=1 append='' tcg_thread
 mods=() payloads=() adds=() trees=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --arch) arch=$2; shift 2;;
-        --kernel) kernel=$2; shift 2;;
-        --busybox) busybox=$2; shift 2;;
-        --out) out=$2; shift 2;;
-        --timeout) timeout=$2; shift 2;;
-        --mem) mem=$2; shift 2;;
-        --smp) smp=$2; shift 2;;
-        --cpu) cpu=$2; shift 2;;
-        --tcg-thread) tcg_thread=$2; shift 2;;
-        --append) append=$2; shift 2;;
+        --arch|--kernel|--busybox|--out|--timeout|--mem|--smp|--cpu|--tcg-thread|--append)
+            o=${1#--}; printf -v "${o//-/_}" %s "$2"; shift 2;;
         --payload) payloads+=("$2"); shift 2;;
         --add) adds+=("$2"); shift 2;;
         --tree) trees+=("$2"); shift 2;;
-        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        -*) die "unknown option $1";;
+        -*) arg_error "$1";;
         *) mods+=("$1"); shift;;
     esac
 done
@@ -93,25 +77,20 @@ if [ -z "$busybox" ]; then
 fi
 [ -f "$busybox" ] || die "no busybox $busybox"
 
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+out=$(work_dir "$out" -)
 rd=$out/initrd
 rm -rf "$rd"
 mkdir -p "$rd"/{bin,sbin,proc,sys,dev,tmp,etc,payload}
-cp "$busybox" "$rd/bin/busybox"
-chmod 755 "$rd/bin/busybox"
+install -m 755 "$busybox" "$rd/bin/busybox"
 ln -s busybox "$rd/bin/sh"
-cp "$here/init" "$rd/init"
-chmod 755 "$rd/init"
-if [ ${#mods[@]} -gt 0 ]; then
+install -m 755 "$here/init" "$rd/init"
+for m in ${mods[@]+"${mods[@]}"}; do
+    [ -f "$m" ] || die "no module $m"
+    b=$(python3 "$here/guest.py" modname "$m") || die "cannot read $m"
     mkdir -p "$rd/modules"
-    for m in "${mods[@]}"; do
-        [ -f "$m" ] || die "no module $m"
-        b=$(python3 "$here/guest.py" modname "$m") || die "cannot read $m"
-        cp "$m" "$rd/modules/$b.ko"
-        echo "$b" >> "$rd/modules/order"
-    done
-fi
+    cp "$m" "$rd/modules/$b.ko"
+    echo "$b" >> "$rd/modules/order"
+done
 i=10
 for p in ${payloads[@]+"${payloads[@]}"}; do
     [ -f "$p" ] || die "no payload $p"
@@ -136,13 +115,11 @@ args=$append
 [ "$A_APPEND" = - ] || args="$A_APPEND${args:+ $args}"
 printf '%q ' "${qemu[@]}" -kernel "$kernel" > "$out/qemu-cmd"; echo >> "$out/qemu-cmd"
 start=$(date +%s.%N)
-set +e
+qrc=0
 timeout -k 5 "${timeout:-$A_TIMEOUT}" "${qemu[@]}" -nographic -no-reboot \
     -kernel "$kernel" -initrd "$out/initrd.cpio" \
     -append "console=$A_CONSOLE panic=-1 loglevel=7 nokaslr${args:+ $args}" \
-    </dev/null >"$out/console.log" 2>"$out/qemu.stderr"
-qrc=$?
-set -e
+    </dev/null >"$out/console.log" 2>"$out/qemu.stderr" || qrc=$?
 python3 -c "import time;print(round(time.time()-$start,1))" > "$out/boot-seconds"
 echo "$qrc" > "$out/qemu-rc"
 case "$qrc" in 124|137) exit 12;; esac

@@ -1,34 +1,24 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=sh
-# Payload (scripts/guest/init sources it): what ftrace made of the modules
-# that /init loaded, for scripts/e2e.sh.  Prints, between @@ZWM markers:
-#   - each module's lines of available_filter_functions_addrs (ip, name,
-#     " [mod]"), or of available_filter_functions on kernels before 6.5,
-#     and the load address of each of its sections, so that every record
-#     can be placed in the module file;
-#   - one ftrace smoke test of all modules at once (":mod:NAME" of each into
-#     set_ftrace_filter, current_tracer = function, enabled_functions per
-#     module, back to nop);
-# then unloads them.
-# Each read of these files walks every record of the kernel, which takes
-# seconds under TCG: read each once.
-echo "@@ZWM TIME loaded $(cut -d' ' -f1 /proc/uptime)"
-cat "$T/available_filter_functions_addrs" > /tmp/affa 2>/dev/null
-[ -s /tmp/affa ] || cat "$T/available_filter_functions" > /tmp/aff
-echo "@@ZWM TIME listed $(cut -d' ' -f1 /proc/uptime)"
-# Where the kernel lists the ips (6.5 on), those lines carry the names too:
-# print only them, for slow consoles (s390x's SCLP under a loaded host).
+# Payload (scripts/guest/init sources it) of scripts/e2e/zwm_e2e.py and
+# scripts/adjust-first-demo.sh: what ftrace made of the modules /init
+# loaded.  Prints, between @@ZWM markers, each module's lines of
+# available_filter_functions_addrs (ip, name, " [mod]"; ADDRS), or of
+# available_filter_functions before 6.5 (AFF), and the load address of each
+# of its sections, so that every record can be placed in the module file;
+# then one ftrace smoke test of all modules (":mod:NAME" of each into
+# set_ftrace_filter, current_tracer = function, enabled_functions per
+# module, back to nop); then unloads them.  Each read of these files walks
+# every record of the kernel, seconds under TCG: each is read once, and
+# only one list is printed (s390x's SCLP console is slow on a busy host).
+tag=ADDRS
+cat "$T/available_filter_functions_addrs" > /tmp/aff 2>/dev/null
+[ -s /tmp/aff ] || { tag=AFF; cat "$T/available_filter_functions" > /tmp/aff; }
 # shellcheck disable=SC2013 # module names, one a line: words
 for m in $(cat /modules/order); do
-    if [ -s /tmp/affa ]; then
-        echo "@@ZWM ADDRS-BEGIN $m"
-        grep " \[$m\]\$" /tmp/affa
-        echo "@@ZWM ADDRS-END $m"
-    else
-        echo "@@ZWM AFF-BEGIN $m"
-        grep " \[$m\]\$" /tmp/aff
-        echo "@@ZWM AFF-END $m"
-    fi
+    echo "@@ZWM $tag-BEGIN $m"
+    grep " \[$m\]\$" /tmp/aff
+    echo "@@ZWM $tag-END $m"
     echo "@@ZWM SECTIONS-BEGIN $m"
     for s in /sys/module/"$m"/sections/.* /sys/module/"$m"/sections/*; do
         [ -f "$s" ] && echo "${s##*/} $(cat "$s")"
@@ -68,7 +58,6 @@ for m in $(cat /modules/order); do
         echo "@@ZWM SMOKE $m fail filtered=$n enabled=$e tracer=$cur/$cur2 nop-rc=$rc1"
     fi
 done
-echo "@@ZWM TIME smoked $(cut -d' ' -f1 /proc/uptime)"
 for m in $LOADED; do
     rmmod "$m"
     echo "@@ZWM RMMOD $m rc=$?"
