@@ -14,35 +14,20 @@
 #
 # Usage: scripts/probe-e2e.sh [--rows LIST] [--work DIR]
 #
-# Rows (default: all, newest first):
-#   sid-amd64   Debian sid 7.2 x86_64 (IBT): kvm.ko, kvm-amd loaded under
-#               QEMU -cpu max (SVM) so that /dev/kvm works; workload
-#               scripts/probe/kvmdrive.c; livepatch on irqfd_wakeup
+# Rows (default: all; docs/probes.md says what each proves):
+#   sid-amd64, trixie-amd64, bookworm-amd64  Debian sid 7.2, trixie 6.12,
+#               bookworm 6.1 (no IBT: nothing at risk) x86_64: kvm.ko, with
+#               kvm-amd under QEMU -cpu max (SVM), workload
+#               scripts/probe/kvmdrive.c, and a livepatch on irqfd_wakeup
 #               (scripts/probe/livepatch.c, built in a Debian root made with
 #               mmdebstrap that holds the release's gcc and linux-headers)
-#   trixie-amd64 the same on Debian trixie's 6.12 x86_64 kernel
-#   bookworm-amd64 the same on Debian bookworm's 6.1 x86_64 kernel, which
-#               has no IBT: every record sits at its function's first byte,
-#               so nothing is at risk and the row's check is that every
-#               probe reaches its function on the shipped module too (and
-#               that the dead records are there, then gone); 6.1 has no
-#               fprobe events (no column) and no
-#               available_filter_functions_addrs (the host places the
-#               listed records from the module file)
-#   sid-arm64   Debian sid 7.2 arm64 (virt, cortex max): kvm is built in
-#               there, and the one module of the tree with dead weak bodies
-#               is rvu_nicpf.ko (with the three modules it needs), whose
-#               functions need its hardware to run: no workload; the guest
-#               reads the kernel text (/proc/kcore, scripts/probe/kpeek.c)
-#               to see which patch site each probe made ftrace rewrite
-#   sid-ppc64el Debian sid 7.2 ppc64le (pseries, power9): kvm.ko, whose
-#               functions need a vCPU that TCG's pseries cannot give
-#               (kvm-hv needs hypervisor mode): no workload, as arm64
-#   sid-riscv64 Debian sid 7.2 riscv64 (virt, rv64 with the H extension):
-#               kvm.ko, whose three at-risk functions no workload here calls
-#               (kvmdrive is x86 code): no workload, as arm64; records at
-#               F+4 (the JALR after the AUIPC) and, as on arm64, no kernel
-#               check, so the dead records stay enabled
+#   sid-arm64   Debian sid 7.2 arm64 (virt): rvu_nicpf.ko, the one module of
+#               the tree with dead weak bodies (kvm is built in)
+#   sid-ppc64el Debian sid 7.2 ppc64le (pseries, power9): kvm.ko
+#   sid-riscv64 Debian sid 7.2 riscv64 (virt, rv64 with the H extension): kvm.ko
+#   The last three have no workload that calls the functions: there the
+#   guest reads the kernel text (/proc/kcore, scripts/probe/kpeek.c) to see
+#   which patch site each probe made ftrace rewrite.
 #
 # Environment: ZWM (tool binary; default target/release/zero-weak-mcount,
 # built with cargo), ZWM_CACHE (downloads, see scripts/fetch-debian-kernel.sh),

@@ -157,19 +157,14 @@ def facts(boot, module, arch, out):
         pages.append([ip for ip in loaded[i:i + cap] if ip is not None])
         i += cap
     funcs = [ln.split()[0] for ln in rep["blocks"].get(("HITS", "control"), []) if ln.split()]
-    by_name = {}
-    for a, t, n in syms:
-        # A weak function the module keeps is "w" (riscv64's kvm.ko).
-        if t in "tTwW" and n not in by_name:
-            by_name[n] = a
+    # The first of each name; a weak function the module keeps is "w"
+    # (riscv64's kvm.ko).
+    by_name = {n: a for a, t, n in reversed(syms) if t in "tTwW"}
     if placed:
         # Each placed record that the kernel names after a function must
         # sit at that function's first byte (no IBT: offset 0).
-        at = {}
-        for a, t, n in syms:
-            at.setdefault(a, set()).add(n)
-        wrong = [f"{n}@{ip:#x}" for ip, n in recs.items()
-                 if not n.startswith(guest.INVALID) and n not in at.get(ip, ())]
+        at = {(a, n) for a, _t, n in syms}
+        wrong = [f"{n}@{ip:#x}" for ip, n in recs.items() if not n.startswith(guest.INVALID) and (ip, n) not in at]
         if wrong:
             raise SystemExit(f"probe.py: placed records disagree with kallsyms: {wrong[:5]}")
     # kernel/module/kallsyms.c:find_kallsyms_symbol() skips what
@@ -190,17 +185,11 @@ def facts(boot, module, arch, out):
             fentry[m[1]] = {"btf_id": int(m[2]), "load": int(m[3]), "attach": int(m[4]),
                             "hits": int(m[5])}
     marks = {t: a for t, a in rep["markers"]}
-    rcs = {}
     fprobe_events = marks.get("FPROBE-EVENTS", ["yes"])[0] == "yes"
-    for tag in ("CONTROL-FILTER", "FPROBE-DEFINE", "FPROBE-ENABLE"):
-        rcs[tag] = dict(x.split("=", 1) for x in marks.get(tag, []))
-    lp_func = None
-    lp = {}
-    if "LIVEPATCH-INSMOD" in marks:
-        a = marks["LIVEPATCH-INSMOD"]
-        lp_func = a[0]
-        lp = {"function": a[0], "insmod": a[1], "state": " ".join(marks.get("LIVEPATCH-STATE", [])),
-              "runs": int(marks["LIVEPATCH-RUNS"][1]) if len(marks.get("LIVEPATCH-RUNS", [])) > 1 else None}
+    rcs = {tag: dict(x.split("=", 1) for x in marks.get(tag, [])) for tag in ("FPROBE-DEFINE", "FPROBE-ENABLE")}
+    a = marks.get("LIVEPATCH-INSMOD")
+    lp = a and {"function": a[0], "insmod": a[1], "state": " ".join(marks.get("LIVEPATCH-STATE", [])),
+                "runs": int(marks["LIVEPATCH-RUNS"][1]) if len(marks.get("LIVEPATCH-RUNS", [])) > 1 else None}
 
     peeks = {k: dict((int(ln.split()[1], 16), ln.split()[2]) for ln in v
                      if ln.startswith("KPEEK ") and len(ln.split()) == 3)
@@ -255,7 +244,7 @@ def facts(boot, module, arch, out):
             pa = patched(stage, own + dead)
             if pa is not None:
                 row[f"{stage}_patched"] = ["own" if ip in own else "+%#x" % (ip - a) for ip in pa]
-        if f == lp_func:
+        if lp and f == lp["function"]:
             row["livepatch"] = dict(lp, listed=listed("livepatch", f))
         rows.append(row)
     res = {"uname": rep["uname"], "module": mod, "arch": arch, "records": len(ips),
