@@ -34,13 +34,12 @@ while [ $# -gt 0 ]; do
         --suites) [ $# -ge 2 ] || die "--suites needs a list"; suites=$2; shift 2;;
         --kvm) kvm=1; shift;;
         --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument: $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap root mode, mounts, chroot)"
 missing_packages "mmdebstrap mmdebstrap" "/usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring" \
-    "unshare util-linux" "cpio cpio"
+    "unshare util-linux" "cpio cpio" "jq jq"
 install_packages "${MISSING[@]}"
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$REPO/Cargo.toml" | head -n 1)
@@ -55,38 +54,8 @@ trap 'rm -rf --one-file-system "$work"' EXIT
 # against the archive's hashes), so a warm run downloads nothing again.
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/deb-chroot
 
-# Runs "$@" (a shell command line) as root in the chroot $1, with /dev,
-# /dev/pts, /proc and the suite's .deb cache bind-mounted in a private
-# mount namespace; $NET=none also gives it a network namespace of its own,
-# with no interface up.
-in_root() {
-    local root=$1
-    shift
-    local flags=(--mount --propagation private)
-    [ "${NET:-}" != none ] || flags+=(--net)
-    cachedir=$cachedir unshare "${flags[@]}" bash -c '
-        set -e
-        root=$1; shift
-        mount --bind /dev "$root/dev"
-        mount --bind /dev/pts "$root/dev/pts"
-        mount --bind /proc "$root/proc"
-        mount --bind "$cachedir" "$root/var/cache/apt/archives"
-        exec env -i HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
-            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            chroot "$root" /bin/sh -c "$*"' in_root "$root" "$@"
-}
-
-# step NAME LOG COMMAND...: run and time one step, its output in LOG.
-step() {
-    local name=$1 logf=$2 t=$SECONDS
-    shift 2
-    if "$@" >"$logf" 2>&1; then
-        log "$suite: $name: $((SECONDS - t)) s"
-    else
-        tail -n 40 "$logf" >&2
-        die "$suite: $name failed after $((SECONDS - t)) s (log: $logf)"
-    fi
-}
+# sstep NAME LOG COMMAND...: lib.sh's step, named after the suite
+sstep() { step "$suite: $1" "${@:2}"; }
 
 host_tool() {
     log "cargo build --release on this host ($(rustc --version))"
@@ -105,34 +74,28 @@ for suite in $suites; do
     # The sid Release file may be past its Valid-Until on this mirror;
     # the signatures are still checked.
     [ "$suite" = trixie ] || opts+=(--aptopt='Acquire::Check-Valid-Until "false"')
-    cachedir=$cache/$suite
-    mkdir -p "$cachedir"
-    step "mmdebstrap --variant=buildd $suite" "$res/mmdebstrap.log" \
-        mmdebstrap --variant=buildd "${opts[@]}" --include=lintian,autopkgtest,ca-certificates \
-        --skip=essential/unlink --setup-hook='mkdir -p "$1"/var/cache/apt/archives' \
-        --setup-hook="sync-in $cachedir /var/cache/apt/archives" \
-        --customize-hook="sync-out /var/cache/apt/archives $cachedir" "$suite" "$root"
-    src=$root/build/zero-weak-mcount-$version
-    mkdir -p "$src"
-    (cd "$REPO" && git ls-files -z -co --exclude-standard | cpio -0 -pdm --quiet "$src") || die "copying the tree failed"
-    step "apt-get build-dep" "$res/build-dep.log" in_root "$root" "apt-get update -q && cd /build/zero-weak-mcount-$version && apt-get build-dep -y ./"
+    APT_CACHE=$cache/$suite
+    sstep "mmdebstrap --variant=buildd $suite" "$res/mmdebstrap.log" debian_root "$APT_CACHE" \
+        --variant=buildd "${opts[@]}" --include=lintian,autopkgtest,ca-certificates "$suite" "$root"
+    copy_tree "$root/build/zero-weak-mcount-$version"
+    sstep "apt-get build-dep" "$res/build-dep.log" in_root "$root" "apt-get update -q && cd /build/zero-weak-mcount-$version && apt-get build-dep -y ./"
     in_root "$root" "rustc --version; cargo --version
         dpkg-query -W -f '\${Package} \${Version}\n' 'librust-*-dev' debhelper dh-cargo lintian | awk 'NF == 2'" \
         >"$res/versions.txt" 2>&1
     log "$suite: $(head -n 1 "$res/versions.txt")"
-    NET=none step "dpkg-buildpackage -us -uc, no network" "$res/build.log" \
+    NET=none sstep "dpkg-buildpackage -us -uc, no network" "$res/build.log" \
         in_root "$root" "cd /build/zero-weak-mcount-$version && dpkg-buildpackage -us -uc"
     deb=zero-weak-mcount_${debversion}_$arch.deb
-    step "apt-get install ./$deb" "$res/install.log" in_root "$root" "cd /build && apt-get install -y ./$deb"
-    step "autopkgtest (null runner)" "$res/autopkgtest.log" \
+    sstep "apt-get install ./$deb" "$res/install.log" in_root "$root" "cd /build && apt-get install -y ./$deb"
+    sstep "autopkgtest (null runner)" "$res/autopkgtest.log" \
         in_root "$root" "cd /build && autopkgtest ./$deb ./zero-weak-mcount_$debversion.dsc -- null"
     # Every tag is shown (-I --pedantic); errors and warnings fail.
-    step "lintian" "$res/lintian.log" in_root "$root" \
+    sstep "lintian" "$res/lintian.log" in_root "$root" \
         "cd /build && lintian -I --pedantic --fail-on error,warning zero-weak-mcount_${debversion}_$arch.changes"
     grep -E '^[EWIPX]: ' "$res/lintian.log" | sed "s/^/$PROG: $suite: lintian: /" >&2 || true
     # A real clean: after debian/rules clean the tree is the source package
     # (less the .gitignore files, which dpkg-source leaves out by default).
-    NET=none step "debian/rules clean, then diff -r against the .dsc" "$res/clean.log" in_root "$root" \
+    NET=none sstep "debian/rules clean, then diff -r against the .dsc" "$res/clean.log" in_root "$root" \
         "cd /build/zero-weak-mcount-$version && debian/rules clean && cd /build && rm -rf unpacked &&
         dpkg-source -x zero-weak-mcount_$debversion.dsc unpacked && diff -r -x .gitignore unpacked zero-weak-mcount-$version"
     cp "$root"/build/zero-weak-mcount_"$debversion"* "$res/"
@@ -160,10 +123,11 @@ done
 tool=$(host_tool)
 "$tool" -o "$out/zwm_test.host.ko" "$REPO/testdata/zwm_test.ko" 2>/dev/null
 if [ "$kvm" = 1 ]; then
-    "$tool" -v --signed=strip -o "$out/kvm.host.ko" "$work/kvm.ko" 2>"$out/kvm.host.log"
+    "$tool" --format=json --signed=strip -o "$out/kvm.host.ko" "$work/kvm.ko" >"$out/kvm.host.json" 2>"$out/kvm.host.log"
     # Not a vacuous comparison: the run zeroed entries, not only the signature.
-    grep -q ': zeroed [1-9][0-9]* of ' "$out/kvm.host.log" || die "the host's run zeroed nothing in kvm.ko"
-    log "kvm.ko: $(grep ': zeroed ' "$out/kvm.host.log" | sed 's/^[^:]*: [^:]*: //')"
+    [ "$(jq -r '"\(.status) \(.weak > 0)"' "$out/kvm.host.json")" = "changed true" ] ||
+        die "the host's run zeroed nothing in kvm.ko: $(report_line "$out/kvm.host.json")"
+    log "kvm.ko: $(report_line "$out/kvm.host.json")"
 fi
 for suite in $suites; do
     cmp "$out/zwm_test.host.ko" "$out/$suite/zwm_test.out.ko" ||

@@ -26,8 +26,7 @@ keep=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --keep) [ $# -ge 2 ] || die "--keep needs a folder"; keep=$2; shift 2;;
-        -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
-        *) die "unknown argument: $1 (see --help)";;
+        *) arg_error "$1";;
     esac
 done
 

@@ -20,7 +20,7 @@
 #
 #   --kver KVER   Debian kernel release whose linux-headers to build against.
 #                 Default: testdata/zwm_test.kver (a bookworm 6.1 amd64 kernel).
-#   --only LIST   comma-separated subset of: kbuild,kbuild72,kbuild612,divert,dkms,rpm,deb
+#   --only LIST   comma-separated subset of the suites: kbuild,kbuild72,kbuild612,divert,dkms,rpm,deb
 #                 (default: all; dkms needs kbuild's hooked headers and runs
 #                 it first if it is not selected).
 #   --keep        keep the scratch folder (printed at the end).
@@ -47,8 +47,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 PROG=integration REPO=$repo
 . "$here/lib.sh"
+# The suites, in the order they run: scripts/integration/NAME.sh, but
+# kbuild* are kbuild.sh RELEASE.
+SUITES="kbuild:6.1 kbuild72:7.2 kbuild612:6.12 divert dkms rpm deb"
 kver=""
-only="kbuild,kbuild72,kbuild612,divert,dkms,rpm,deb"
+only=all
 keep=0
 install=1
 while [ $# -gt 0 ]; do
@@ -59,13 +62,15 @@ while [ $# -gt 0 ]; do
 	--only=*) only=${1#--only=} ;;
 	--keep) keep=1 ;;
 	--no-install) install=0 ;;
-	-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-	*) die "unknown argument: $1 (see --help)" ;;
+	*) arg_error "$1" ;;
 	esac
 	shift
 done
+names=" "
+for s in $SUITES; do names+="${s%%:*} "; done
+[ "$only" != all ] || only=$(tr ' ' , <<<"${names:1:-1}")
 for s in ${only//,/ }; do
-	case "$s" in kbuild|kbuild72|kbuild612|divert|dkms|rpm|deb) ;; *) die "--only: unknown suite '$s'" ;; esac
+	case "$names" in *" $s "*) ;; *) die "--only: unknown suite '$s'" ;; esac
 done
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 start=$(date +%s)
@@ -75,26 +80,14 @@ start=$(date +%s)
 [[ "$kver" =~ ^[0-9][A-Za-z0-9.+_-]*$ ]] || die "bad KVER '$kver'"
 
 # --- prerequisites ---------------------------------------------------------------
-needs=()
-need() { needs+=("$1 $2"); } # need CMD-OR-PATH PACKAGE
-need make make
-need gcc-12 gcc-12
-need readelf binutils
-need xz xz-utils
-need cpio cpio
-need file file
-need openssl openssl
-need modinfo kmod
-# the tool's own packages
-need dpkg-buildpackage dpkg-dev; need dh debhelper; need fakeroot fakeroot; need pod2man perl
-need rpmbuild rpm; need rpm2cpio rpm2cpio; need git git; need man man-db
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust >= 1.85 (README, Building)"
-need "/usr/src/linux-headers-$kver/Makefile" "linux-headers-$kver"
-if want dkms; then need dkms dkms; fi
-if want rpm; then need rpmbuild rpm; need rpm2cpio rpm2cpio; fi
-if want deb; then need dpkg-buildpackage dpkg-dev; need dh debhelper; need fakeroot fakeroot; fi
+# CMD-OR-PATH PACKAGE: the suites', then the tool's own packages'
+needs=("make make" "gcc-12 gcc-12" "readelf binutils" "xz xz-utils" "cpio cpio" "file file" "openssl openssl"
+	"modinfo kmod" "/usr/src/linux-headers-$kver/Makefile linux-headers-$kver" "dpkg-buildpackage dpkg-dev"
+	"dh debhelper" "fakeroot fakeroot" "pod2man perl" "rpmbuild rpm" "rpm2cpio rpm2cpio" "git git" "man man-db")
+if want dkms; then needs+=("dkms dkms"); fi
 if want kbuild72 || want kbuild612; then
-	need flock util-linux; need /usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring; need pahole dwarves
+	needs+=("flock util-linux" "/usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring" "pahole dwarves")
 fi
 missing_packages "${needs[@]}"
 if [ ${#MISSING[@]} -gt 0 ] && [ "$install" != 1 ]; then
@@ -115,29 +108,16 @@ cleanup() {
 trap cleanup EXIT
 
 # --- the tool's packages, built and installed ---------------------------------------------
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)
-[ -n "$version" ] || die "no version in Cargo.toml"
-# Under target/ at a fixed path: cargo's fingerprints include the source
-# path, so a rerun in the same place recompiles only what changed.
-pkgdir=$repo/target/pkg-build
-src=$pkgdir/zero-weak-mcount-$version
-rm -rf "$src" "$pkgdir"/zero-weak-mcount[_-]* "$pkgdir/rpmtop/RPMS" "$pkgdir/rpmtop/SOURCES"
-mkdir -p "$src"
-# The files git knows (tracked, or new and not ignored): what a release
-# tarball of this tree would hold.
-(cd "$repo" && git ls-files -z -co --exclude-standard | cpio -0 -pdm --quiet "$src") || die "copying the tree failed"
+tool_tree
+version=$VERSION pkgdir=$PKGDIR src=$SRC
+rm -rf "$pkgdir/rpmtop/RPMS" "$pkgdir/rpmtop/SOURCES"
 mkdir -p "$pkgdir/rpmtop/SOURCES"
 tar -C "$pkgdir" -czf "$pkgdir/rpmtop/SOURCES/zero-weak-mcount-$version.tar.gz" "zero-weak-mcount-$version"
-t0=$(date +%s)
 # Bookworm has no Rust 1.85 nor the crates: the build profile takes cargo
 # from rustup and the crates from crates.io (debian/rules). The archive
 # build is make deb-chroot's; cargo test ran in make test already.
-(cd "$src" && CARGO_TARGET_DIR=$repo/target/pkg-deb DEB_BUILD_OPTIONS=nocheck \
-	dpkg-buildpackage -us -uc -b --build-profiles=pkg.zero-weak-mcount.upstream-cargo) >"$pkgdir/deb.log" 2>&1 ||
-	{ tail -n 30 "$pkgdir/deb.log" >&2; die "dpkg-buildpackage -us -uc -b failed (log: $pkgdir/deb.log)"; }
-deb=$pkgdir/zero-weak-mcount_${version}_amd64.deb
-[ -f "$deb" ] || die "dpkg-buildpackage made no $deb"
-log "package: dpkg-buildpackage -us -uc -b: $(basename "$deb") in $(($(date +%s) - t0)) s"
+build_tool_deb
+deb=$DEB
 t0=$(date +%s)
 CARGO_TARGET_DIR=$repo/target/pkg-rpm rpmbuild -bb --nodeps --define "_topdir $pkgdir/rpmtop" \
 	"$src/zero-weak-mcount.spec" >"$pkgdir/rpm.log" 2>&1 ||
@@ -205,12 +185,7 @@ log "tool: $tool ($("$tool" --version))"
 
 export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work ZWM_ROOT=$droot ZWM_RPM_ROOT=$rroot ZWM_DEB=$deb
 log "KVER $kver, scratch $work"
-# shellcheck disable=SC2031 # lib.sh runs in this subshell on purpose
-hdr=$(
-	suite=setup
-	. "$here/integration/lib.sh"
-	make_headers_copy "$work/root"
-) || die "copying the headers of $kver failed"
+hdr=$(make_headers_copy "$work/root") || die "copying the headers of $kver failed"
 export ZWM_HDR=$hdr
 log "headers copy: $hdr -> $(readlink -f "$hdr/scripts/Makefile.modfinal")"
 
@@ -219,14 +194,12 @@ passed=0
 failed=0
 failed_names=()
 declare -A secs=()
-run_suite() {
-	local s=$1 t0 rc=0
+run_suite() { # NAME[:RELEASE]
+	local s=${1%%:*} t0 rc=0
 	t0=$(date +%s)
 	log "=== $s ==="
-	case "$s" in
-	kbuild) bash "$here/integration/kbuild.sh" 6.1 || rc=$? ;;
-	kbuild612) bash "$here/integration/kbuild.sh" 6.12 || rc=$? ;;
-	kbuild72) bash "$here/integration/kbuild.sh" 7.2 || rc=$? ;;
+	case "$1" in
+	*:*) bash "$here/integration/kbuild.sh" "${1#*:}" || rc=$? ;;
 	*) bash "$here/integration/$s.sh" || rc=$? ;;
 	esac
 	secs[$s]=$(($(date +%s) - t0))
@@ -239,24 +212,14 @@ run_suite() {
 		log "=== $s: FAIL (exit $rc, ${secs[$s]} s)"
 	fi
 }
-kbuild_ok=0
-if want kbuild || want dkms; then
-	run_suite kbuild
-	[ "${#failed_names[@]}" = 0 ] && kbuild_ok=1
-fi
-if want kbuild72; then run_suite kbuild72; fi
-if want kbuild612; then run_suite kbuild612; fi
-if want divert; then run_suite divert; fi
-if want dkms; then
-	if [ "$kbuild_ok" = 1 ]; then
-		run_suite dkms
-	else
+for s in $SUITES; do
+	if [ "$s" = dkms ] && want dkms && [ "${failed_names[0]:-}" = kbuild ]; then
 		log "=== dkms: FAIL (it needs the hooked headers from the kbuild suite, which failed)"
 		failed=$((failed + 1)); failed_names+=(dkms)
+	elif want "${s%%:*}" || { [ "$s" = kbuild:6.1 ] && want dkms; }; then
+		run_suite "$s"
 	fi
-fi
-if want rpm; then run_suite rpm; fi
-if want deb; then run_suite deb; fi
+done
 
 log "total $(($(date +%s) - start)) s"
 [ "$failed" = 0 ] || log "failed: ${failed_names[*]}"

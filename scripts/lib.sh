@@ -3,8 +3,10 @@
 # scripts/lib.sh: helpers shared by the top-level scripts (sourced, bash).
 # (The kernel-series helpers are described at their definitions below.)
 #
-# Before sourcing, set PROG (the prefix of every message) and REPO (the
-# checkout); DIE_STATUS is die's exit status (default 1).
+# Before sourcing, set PROG (the prefix of every message); REPO (the
+# checkout) defaults to this file's; DIE_STATUS is die's exit status
+# (default 1). The integration suites (scripts/integration/) call
+# suite_init; the package and Debian-root helpers are at the end.
 #
 #   log MSG...              "PROG: MSG" on stderr
 #   die MSG...              "PROG: error: MSG" on stderr, then exit
@@ -26,6 +28,7 @@
 #                           to date with `cargo build --release`. Call it as
 #                           TOOL=$(find_tool "$x") || exit 1.
 
+REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 # The guest runner (scripts/guest/run.sh and its payloads).
 # shellcheck disable=SC2034 # for the scripts that source this file
 GUEST=$REPO/scripts/guest
@@ -228,5 +231,244 @@ build_kernel() {
     shift
     t0=$(now)
     kernel_make "$@" || die "$what did not build (log in $1)"
+    # shellcheck disable=SC2034 # for the scripts that source this file
     BUILD_SECS=$(( $(now) - t0 ))
 }
+
+# --- the tool's packages and Debian roots (integration-test, dkms-abi, deb-chroot) ---
+#   copy_tree DEST          the files git knows in REPO (tracked, or new and
+#                           not ignored: what a release tarball holds) into DEST
+#   tool_tree               VERSION (Cargo.toml's), PKGDIR (target/pkg-build)
+#                           and SRC, a fresh copy_tree under PKGDIR, at a fixed
+#                           path (cargo's fingerprints hold it): a rerun
+#                           recompiles only what changed
+#   build_tool_deb          DEB: SRC through dpkg-buildpackage -us -uc -b with
+#                           the profile pkg.zero-weak-mcount.upstream-cargo
+#                           (rustup's cargo, crates.io; target/pkg-deb)
+#   debian_root DIR ARG...  mmdebstrap ARG... with the .debs it downloads kept
+#                           in DIR and given back next time (apt checks each
+#                           against the archive's hashes)
+#   in_root ROOT CMD...     the shell command line CMD as root in the chroot
+#                           ROOT, with /dev, /dev/pts, /proc and APT_CACHE on
+#                           its /var/cache/apt/archives bind-mounted in a
+#                           private mount namespace; NET=none adds a network
+#                           namespace with no interface up
+#   step NAME LOG CMD...    run CMD, its output in LOG, and log its time; on
+#                           failure LOG's tail goes to stderr, then die
+#   report_line FILE        the tool's --format=json report in FILE
+#                           (docs/report-format.md), a line per module:
+#                           "STATUS, K weak of N entries[, signed]"
+copy_tree() {
+    mkdir -p "$1"
+    (cd "$REPO" && git ls-files -z -co --exclude-standard | cpio -0 -pdm --quiet "$1") || die "copying the tree failed"
+}
+
+tool_tree() {
+    VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$REPO/Cargo.toml" | head -n 1)
+    [ -n "$VERSION" ] || die "no version in Cargo.toml"
+    PKGDIR=$REPO/target/pkg-build SRC=$REPO/target/pkg-build/zero-weak-mcount-$VERSION
+    rm -rf "$SRC" "$PKGDIR"/zero-weak-mcount[_-]*
+    copy_tree "$SRC"
+}
+
+build_tool_deb() {
+    local t=$SECONDS
+    (cd "$SRC" && CARGO_TARGET_DIR=$REPO/target/pkg-deb DEB_BUILD_OPTIONS=nocheck \
+        dpkg-buildpackage -us -uc -b --build-profiles=pkg.zero-weak-mcount.upstream-cargo) >"$PKGDIR/deb.log" 2>&1 ||
+        { tail -n 30 "$PKGDIR/deb.log" >&2; die "dpkg-buildpackage -us -uc -b failed (log: $PKGDIR/deb.log)"; }
+    DEB=$(find "$PKGDIR" -maxdepth 1 -name "zero-weak-mcount_${VERSION}_*.deb" -print -quit)
+    [ -n "$DEB" ] || die "dpkg-buildpackage made no zero-weak-mcount_${VERSION}_*.deb"
+    log "package: dpkg-buildpackage -us -uc -b: $(basename "$DEB") in $((SECONDS - t)) s"
+}
+
+debian_root() {
+    local cache=$1
+    shift
+    mkdir -p "$cache"
+    mmdebstrap --skip=essential/unlink --setup-hook='mkdir -p "$1"/var/cache/apt/archives' \
+        --setup-hook="sync-in $cache /var/cache/apt/archives" \
+        --customize-hook="sync-out /var/cache/apt/archives $cache" "$@"
+}
+
+in_root() {
+    local root=$1 flags=(--mount --propagation private)
+    shift
+    [ "${NET:-}" != none ] || flags+=(--net)
+    unshare "${flags[@]}" bash -c '
+        set -e
+        root=$1 cache=$2
+        shift 2
+        mount --bind /dev "$root/dev"
+        mount --bind /dev/pts "$root/dev/pts"
+        mount --bind /proc "$root/proc"
+        mount --bind "$cache" "$root/var/cache/apt/archives"
+        exec env -i HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            chroot "$root" /bin/sh -c "$*"' in_root "$root" "${APT_CACHE:?}" "$@"
+}
+
+report_line() {
+    jq -r '"\(.status), \(.weak) weak of \(.entries) entries\(if .signed then ", signed" else "" end)"' "$1"
+}
+
+step() {
+    local name=$1 logf=$2 t=$SECONDS
+    shift 2
+    "$@" >"$logf" 2>&1 || { tail -n 40 "$logf" >&2; die "$name failed after $((SECONDS - t)) s (log: $logf)"; }
+    log "$name: $((SECONDS - t)) s"
+}
+
+# --- the integration suites (scripts/integration/*.sh) ---
+# scripts/integration-test.sh sets (a suite also runs alone with them set):
+#   ZWM_REPO ZWM_WORK       the checkout; the scratch folder of the run
+#   ZWM_TOOL                the real tool, as the .deb installed it under ZWM_ROOT
+#   ZWM_ROOT ZWM_RPM_ROOT   the scratch roots of the tool's .deb (dpkg --root)
+#                           and .rpm (rpm --root); ZWM_DEB is the .deb
+#   ZWM_KVER                the release of Debian's headers, e.g. 6.1.0-57-amd64
+#   ZWM_HDR                 the arch tree of a private copy of those headers
+#                           (make_headers_copy); ZWM_BUILD_LOCK: see locked
+#
+#   suite_init NAME         PROG=NAME, the variables checked, W a fresh ZWM_WORK/NAME
+#   show FILE [PREFIX]      FILE indented into stderr (evidence); finish: the tally
+#   need_cmd CMD...         fail unless each CMD is on PATH
+#   sha FILE, mtime FILE    its sha256; its mtime (seconds.full)
+#   zwm_test_src DEST       testdata/zwm_test's sources (Kbuild, *.c, *.h) into DEST
+#   elf_copy FILE OUT       OUT = the bare ELF image of a module file as a
+#                           packager or the kernel sees it: decompressed
+#                           (.ko.xz/.gz/.zst), an appended signature cut off
+#                           (kept in OUT.p7s); prints what it found
+#   expect_processed FILE [LABEL]
+#                           the module (any compression, signed or not) has
+#                           been through the tool: --check on its ELF image
+#                           exits 0, .rela__mcount_loc has fewer entries
+#                           than __mcount_loc has words
+#   expect_unprocessed FILE [LABEL]
+#                           the control: --check exits 1 and every
+#                           __mcount_loc word still has its relocation
+#   make_headers_copy DEST [FROM [KVER]]
+#                           Debian's headers of KVER (default ZWM_KVER) as
+#                           installed under FROM (default /, or an unpacked
+#                           package root), the arch tree, the -common tree
+#                           and linux-kbuild-X.Y, copied under DEST with
+#                           the links between them kept inside; prints the
+#                           copy's arch tree
+#   touch_later FILE...     touch, after the clock has moved on (file times
+#                           come from a coarse clock: a touch right after a
+#                           build may not make a source newer than its target)
+suite_init() {
+    PROG=$1
+    : "${ZWM_REPO:?}" "${ZWM_TOOL:?}" "${ZWM_KVER:?}" "${ZWM_WORK:?}" "${ZWM_ROOT:?}" "${ZWM_RPM_ROOT:?}"
+    W=$ZWM_WORK/$PROG
+    rm -rf "$W"
+    mkdir -p "$W"
+}
+
+show() { sed "s/^/$PROG:   ${2:-| }/" "$1" >&2; }
+finish() { log "all $N_OK assertions passed"; }
+
+need_cmd() {
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null 2>&1 || fail "required command '$c' is missing (scripts/integration-test.sh installs it)"
+    done
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+mtime() { stat -c %Y.%y "$1"; }
+zwm_test_src() { mkdir -p "$1" && cp -- "$REPO"/testdata/zwm_test/Kbuild "$REPO"/testdata/zwm_test/*.[ch] "$1/"; }
+
+# mcount_counts KO: "RELOCS WORDS": the entries of .rela__mcount_loc, sh_size/8 of __mcount_loc
+mcount_counts() {
+    local ko=$1 size relocs
+    # (no early exit in awk: under pipefail a SIGPIPE'd readelf would fail)
+    size=$(readelf -S -W "$ko" | awk '!done && $0 ~ / __mcount_loc / {
+        for (i = 1; i <= NF; i++) if ($i == "__mcount_loc") { print $(i + 4); done = 1 } }')
+    [ -n "$size" ] || fail "$ko: no __mcount_loc section (readelf -S)"
+    relocs=$(readelf -r -W "$ko" | sed -n "s/^Relocation section '\.rela__mcount_loc' at offset [^ ]* contains \([0-9]*\) entr.*/\1/p")
+    echo "${relocs:-0} $((16#$size / 8))"
+}
+
+elf_copy() {
+    local f=$1 out=$2 what="" len siglen elflen info
+    case "$f" in
+        *.ko.xz)
+            xz -dc -- "$f" >"$out"
+            info=$(xz -lvv -- "$f")
+            what="xz-compressed (check: $(sed -n '/^ *Check:/{s/^ *Check: *//p;q}' <<<"$info"))";;
+        *.ko.gz) gzip -dc -- "$f" >"$out"; what="gzip-compressed";;
+        *.ko.zst) zstd -q -dc -- "$f" >"$out"; what="zstd-compressed";;
+        *.ko) cp -- "$f" "$out"; what="plain";;
+        *) fail "$f: not a module file name";;
+    esac
+    len=$(stat -c %s "$out")
+    if [ "$len" -gt 40 ] && tail -c 28 "$out" | cmp -s - <(printf '~Module signature appended~\n'); then
+        # [ELF][PKCS#7 sig_len][struct module_signature 12 B][marker 28 B]
+        siglen=$(od -An -tu1 -j $((len - 32)) -N 4 "$out" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }')
+        elflen=$((len - 28 - 12 - siglen))
+        [ "$elflen" -gt 0 ] || fail "$f: bad signature trailer (sig_len $siglen)"
+        dd if="$out" of="$out.p7s" bs=1 skip="$elflen" count="$siglen" status=none
+        truncate -s "$elflen" "$out"
+        what="$what, signed (PKCS#7 $siglen bytes; ELF image $elflen of $len bytes)"
+    else
+        what="$what, unsigned"
+    fi
+    echo "$what"
+}
+
+# module_state FILE WANT LABEL: elf_copy and mcount_counts of FILE into
+# WHAT, RELOCS and WORDS; --check on the ELF image must exit WANT.
+module_state() {
+    local f=$1 want=$2 label=$3 tmp counts rc=0
+    [ -f "$f" ] || fail "$label: $f does not exist"
+    tmp=$(mktemp "$ZWM_WORK/elf.XXXXXX.ko")
+    WHAT=$(elf_copy "$f" "$tmp")
+    counts=$(mcount_counts "$tmp")
+    read -r RELOCS WORDS <<<"$counts"
+    "$ZWM_TOOL" --check "$tmp" 2>"$tmp.check" || rc=$?
+    [ "$rc" = "$want" ] || { show "$tmp.check"; fail "$label: --check exits $rc, not $want ($WHAT; .rela__mcount_loc $RELOCS of $WORDS words)"; }
+    rm -f "$tmp" "$tmp.check"
+}
+
+expect_processed() {
+    local label=${2:-$1}
+    module_state "$1" 0 "$label: NOT processed"
+    [ "$RELOCS" -lt "$WORDS" ] || fail "$label: NOT processed: .rela__mcount_loc has $RELOCS entries for $WORDS __mcount_loc words ($WHAT)"
+    ok "$label is processed: $WHAT; --check exits 0; .rela__mcount_loc $RELOCS entries for $WORDS __mcount_loc words"
+}
+
+expect_unprocessed() {
+    local label=${2:-$1}
+    module_state "$1" 1 "$label: expected an unprocessed module"
+    [ "$RELOCS" = "$WORDS" ] || fail "$label: expected all $WORDS __mcount_loc words relocated, found $RELOCS"
+    ok "$label is unprocessed (control): $WHAT; --check exits 1; .rela__mcount_loc $RELOCS entries for $WORDS words"
+}
+
+make_headers_copy() {
+    local dest=$1 from=${2:-} kver=${3:-$ZWM_KVER} arch common kbdir l t
+    arch=/usr/src/linux-headers-$kver
+    [ -f "$from$arch/Makefile" ] || fail "$from$arch/Makefile missing (linux-headers-$kver not installed)"
+    common=$(sed -n 's|^include \(/.*\)/Makefile$|\1|p' "$from$arch/Makefile")
+    kbdir=$(readlink -f "$from$arch/scripts")
+    kbdir=${kbdir%/scripts}
+    [ -d "$kbdir/scripts" ] || fail "$from$arch/scripts does not resolve to a linux-kbuild tree"
+    kbdir=${kbdir#"$from"}
+    mkdir -p "$dest/usr/src" "$dest$(dirname "$kbdir")"
+    cp -a -- "$from$arch" "$dest/usr/src/"
+    if [ -n "$common" ]; then
+        [ -d "$from$common" ] || fail "$arch/Makefile includes $common/Makefile, which is missing"
+        cp -a -- "$from$common" "$dest/usr/src/"
+        # the arch tree's Makefile includes the -common one by absolute path
+        sed -i "s|^include $common/Makefile\$|include $dest$common/Makefile|" "$dest$arch/Makefile"
+    fi
+    # 7.2 also sets KBUILD_OUTPUT=<arch tree> there
+    sed -i "s|^KBUILD_OUTPUT=$arch\$|KBUILD_OUTPUT=$dest$arch|" "$dest$arch/Makefile"
+    cp -a -- "$from$kbdir" "$dest$(dirname "$kbdir")/"
+    # every symlink of the copy must stay inside the copy
+    while IFS= read -r l; do
+        t=$(readlink -f -- "$l")
+        case "$t" in "$dest"/*) ;; *) fail "headers copy: $l points outside the copy ($t)";; esac
+    done < <(find "$dest" -type l)
+    echo "$dest$arch"
+}
+
+touch_later() { sleep 0.05 && touch "$@"; }

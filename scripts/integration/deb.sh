@@ -9,14 +9,12 @@
 # built .deb (dpkg-deb -x) must be processed, and DEBIAN/md5sums must match
 # the processed file.  A missing tool must fail the build.
 #
-# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see lib.sh).
-suite=deb
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see scripts/lib.sh).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+suite_init deb
 need_cmd dpkg-buildpackage dh dpkg-deb make gcc-12
 
-W=$ZWM_WORK/deb
-rm -rf "$W"
-mkdir -p "$W"
 pkgsrc=$(dirname "${BASH_SOURCE[0]}")/deb
 dhstep=$ZWM_ROOT/usr/bin/dh_zero_weak_mcount
 addon=$ZWM_ROOT/usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm
@@ -29,9 +27,8 @@ perl -c "$dhstep" >/dev/null 2>"$W/perlc.err" || { show "$W/perlc.err"; fail "pe
 # mkpkg DIR: a fresh source tree
 mkpkg() {
 	rm -rf "$1"
-	mkdir -p "$1/src"
+	zwm_test_src "$1/src"
 	cp -a "$pkgsrc/debian" "$1/"
-	cp -- "$ZWM_REPO"/testdata/zwm_test/Kbuild "$ZWM_REPO"/testdata/zwm_test/*.[ch] "$1/src/"
 }
 # build NAME [VAR=VALUE...]: dpkg-buildpackage -b in $W/NAME/zwm-test-modules-1.0.
 # -d: the build dependency dh-sequence-zero-weak-mcount is provided by the

@@ -16,15 +16,14 @@
 #   4. --uninstall removes hook and diversion: the package's file is back
 #      byte for byte, dpkg --verify clean.
 #
-# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see lib.sh).
-suite=divert
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see scripts/lib.sh).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+suite_init divert
 need_cmd dpkg dpkg-divert dpkg-query apt-get
 
 hook=$ZWM_ROOT/usr/sbin/install-kbuild-hook
 [ -x "$hook" ] || fail "the tool's .deb did not install $hook"
-W=$ZWM_WORK/divert
-rm -rf "$W"
 mkdir -p "$W/debs"
 
 # --- the package that owns the host's Makefile.modfinal, and its .deb ------------

@@ -11,13 +11,12 @@
 # and is removed with `dkms remove` at the end.
 #
 # Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_HDR (hooked, see kbuild.sh).
-suite=dkms
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+suite_init dkms
 : "${ZWM_HDR:?}"
 need_cmd dkms make gcc-12 openssl
 
-W=$ZWM_WORK/dkms
-rm -rf "$W"
 mkdir -p "$W/src" "$W/tree" "$W/modules/$ZWM_KVER"
 "$ZWM_ROOT/usr/sbin/install-kbuild-hook" --status "$ZWM_HDR" >/dev/null 2>&1 ||
 	fail "the headers copy $ZWM_HDR is not hooked (run the kbuild suite first)"
@@ -38,8 +37,7 @@ trap cleanup_dkms EXIT
 # mkpkg VERSION TEMPLATE: a DKMS source tree in the private sourcetree
 mkpkg() {
 	local v=$1 tpl=$2 d=$W/src/zwm-test-$1
-	mkdir -p "$d"
-	cp -- "$ZWM_REPO"/testdata/zwm_test/Kbuild "$ZWM_REPO"/testdata/zwm_test/*.[ch] "$d/"
+	zwm_test_src "$d"
 	sed -e "s|@VERSION@|$v|" -e "s|@TOOL@|$ZWM_TOOL|" "$tpl" >"$d/dkms.conf"
 }
 # dk NAME ACTION VERSION [args]: run dkms, log to $W/NAME.log

@@ -38,7 +38,7 @@
 #
 # Usage: kbuild.sh 6.1|6.12|7.2     (run by scripts/integration-test.sh)
 # Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT, and ZWM_HDR for 6.1
-# (see lib.sh).  6.1 leaves ZWM_HDR hooked: the dkms suite builds there.
+# (see scripts/lib.sh).  6.1 leaves ZWM_HDR hooked: the dkms suite builds there.
 rel=${1:-}
 # the table: suite name, where the Kbuild files come from, the kernel
 # release they must be, BTF (notice: no vmlinux, modfinal says it skips;
@@ -50,14 +50,13 @@ case "$rel" in
 7.2) suite=kbuild72 from=sid kpat='7.*-amd64' btf=off control=0 ;;
 *) echo "usage: kbuild.sh 6.1|6.12|7.2" >&2; exit 2 ;;
 esac
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+suite_init "$suite"
 need_cmd make gcc-12 ld readelf git
 [ "$from" = host ] || need_cmd pahole
 
 hook=$ZWM_ROOT/usr/sbin/install-kbuild-hook
-W=$ZWM_WORK/$suite
-rm -rf "$W"
-mkdir -p "$W"
 
 # --- the Kbuild files ----------------------------------------------------------------
 if [ "$from" = host ]; then
@@ -160,8 +159,7 @@ ok "--uninstall restores Makefile.modfinal byte for byte (sha256 $orig), removes
 # make's: V=1 and -s become what the top Makefile passes modfinal);
 # stdout and stderr go to $W/LOG.out and .err, the tool's calls to calls.log.
 m=$W/mod
-mkdir -p "$m"
-cp -- "$ZWM_REPO"/testdata/zwm_test/Kbuild "$ZWM_REPO"/testdata/zwm_test/*.[ch] "$m/"
+zwm_test_src "$m"
 ko=$m/zwm_test.ko
 if [ "$rel" = 6.1 ]; then
 	kname=$ko input=$m/main.c

@@ -9,9 +9,10 @@
 #   3. the same spec with the brp placed after signing must fail the build;
 #   4. NO_BRP_ZERO_WEAK_MCOUNT=true builds, unprocessed.
 #
-# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_RPM_ROOT (see lib.sh).
-suite=rpm
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_RPM_ROOT (see scripts/lib.sh).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+suite_init rpm
 need_cmd rpmbuild rpm2cpio cpio xz openssl make gcc-12
 
 # As the tool's .rpm installed them.
@@ -19,17 +20,13 @@ brp=$ZWM_RPM_ROOT/usr/lib/rpm/brp-zero-weak-mcount
 macros=$ZWM_RPM_ROOT/usr/lib/rpm/macros.d/macros.zero-weak-mcount
 rpmtool=$ZWM_RPM_ROOT/usr/bin/zero-weak-mcount
 [ -x "$brp" ] && [ -f "$macros" ] && [ -x "$rpmtool" ] || fail "the tool's .rpm did not install brp, macros and binary under $ZWM_RPM_ROOT"
-W=$ZWM_WORK/rpm
-rm -rf "$W"
-mkdir -p "$W"
 ksrc=/usr/src/linux-headers-$ZWM_KVER
 [ -f "$ksrc/Makefile" ] || fail "$ksrc missing"
 sign_file=$(readlink -f "$ksrc/scripts/sign-file")
 [ -x "$sign_file" ] || fail "no scripts/sign-file in $ksrc (linux-kbuild package)"
 
 # an unprocessed module (built against the host's headers, hook off)
-mkdir -p "$W/mod"
-cp -- "$ZWM_REPO"/testdata/zwm_test/Kbuild "$ZWM_REPO"/testdata/zwm_test/*.[ch] "$W/mod/"
+zwm_test_src "$W/mod"
 make -C "$ksrc" M="$W/mod" ZERO_WEAK_MCOUNT= modules >"$W/mod.log" 2>&1 || { show "$W/mod.log"; fail "module build failed"; }
 raw=$W/mod/zwm_test.ko
 expect_unprocessed "$raw" "freshly built zwm_test.ko (input of the rpm tests)"
