@@ -17,7 +17,8 @@
 #              overridden weak functions has its records in play;
 #   ftrace     tools/testing/selftests/ftrace/ftracetest, whose module tests
 #              modprobe trace-printk, trace-events-sample, ftrace-direct*;
-#   livepatch  every tools/testing/selftests/livepatch/test-*.sh, under
+#   livepatch  every tools/testing/selftests/livepatch/test-*.sh, by
+#              kselftest's runner (run_kselftest.sh -c livepatch), under
 #              Debian's bash-static, with its test modules in the same form;
 #   probes     a kprobe, an fprobe and function_graph on a function of
 #              trace-events-sample, in its processed and unchecked forms
@@ -28,7 +29,8 @@
 # kernel: unchecked (as built, without the tool; relinked without
 # the hook where a series still has one), processed (every module run
 # through the tool) and stripped (unchecked, then strip --strip-unneeded:
-# static functions lose their symbols).  scripts/kernel-selftests/report.py compares
+# static functions lose their symbols).  Both suites print KTAP (ftracetest
+# -K; the runner).  scripts/kernel-selftests/report.py compares
 # every verdict, by test name, of each series form with stock's (stripped
 # with stock-stripped's) and writes
 # WORK/report.md.
@@ -218,10 +220,15 @@ boot() { # FORM
     printf 'SUITES="%s"\nPRELOAD=kvm\nFTRACE_TESTS="%s"\n' "$suites" \
         "$(case " $subset_forms " in *" $f "*) echo $MODULE_TESTS;; esac)" > "$out/selftests.conf"
     log "booting the $k kernel with the $f modules ($suites)"
+    # The livepatch suite as kselftest installs it, run by its own runner:
+    # run_kselftest.sh, kselftest/ and the list of the suite's tests.
     local adds=() s
-    for s in "$tests"/livepatch/test-*.sh "$tests/livepatch/functions.sh"; do
+    for s in "$tests"/livepatch/test-*.sh "$tests/livepatch/functions.sh" "$tests/livepatch/settings"; do
         adds+=(--add "$s=selftests/livepatch/$(basename "$s")")
     done
+    for s in "$tests"/livepatch/test-*.sh; do echo "livepatch:${s##*/}"; done > "$out/kselftest-list.txt"
+    adds+=(--add "$tests/run_kselftest.sh=selftests/run_kselftest.sh" --add "$tests/kselftest=selftests/kselftest"
+           --add "$out/kselftest-list.txt=selftests/kselftest-list.txt")
     "$GUEST/run.sh" --arch x86_64 --kernel "$e2e/obj-$k/arch/x86/boot/bzImage" --out "$out" \
         --mem 2048 --timeout 5400 --payload "$GUEST/payload/selftests.sh" \
         --tree "$work/tree-$f" --add "$out/selftests.conf=selftests.conf" \
@@ -266,13 +273,12 @@ weak_boot() { # CASE: boot it, print "CASE VERDICT INVALID" (INVALID: yes when a
         --add "$out/selftests.conf=selftests.conf" --add "$d=selftests/ftrace" \
         --add "/bin/bash-static=bin/bash" --tree "$ul" ||
         log "warning: the guest did not power off in time ($out)"
-    # ftracetest's verdict: "[1] ftrace - no record for ...<TAB>[PASS]",
-    # where the case's own output (its EXIT trap's trace) may come between
-    # the description and the verdict: the first verdict at or after it.
-    echo "$c $(sed -n '/@@ZWM FTRACETEST-BEGIN/,/@@ZWM FTRACETEST-END/p' "$out/console.log" | tr -d '\r' |
-        awk '/no record for a weak function its module overrides/ {on = 1}
-             on && match($0, /\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\][ \t]*$/) {
-                 v = substr($0, RSTART + 1); sub(/\].*/, "", v); exit }
+    # ftracetest's KTAP line: "ok 1 ftrace - no record for ...", "not ok 1
+    # ...", or either with a directive ("# SKIP", "# UNRESOLVED").
+    echo "$c $(sed -n '/@@ZWM KTAP-BEGIN ftrace/,/@@ZWM KTAP-END ftrace/p' "$out/console.log" | tr -d '\r' |
+        awk '/^(not )?ok 1 ftrace - no record for a weak function its module overrides/ {
+                 v = $1 == "ok" ? "PASS" : "FAIL"
+                 if (match($0, / # [A-Z]+/)) v = substr($0, RSTART + 3, RLENGTH - 3) }
              END { print (v == "" ? "none" : v) }') $(
         tr -d '\r' <"$out/console.log" >"$out/console.txt"
         if grep -q '^__ftrace_invalid_address___[0-9]* \[test_ftrace_weak\]' "$out/console.txt"; then

@@ -7,12 +7,14 @@
 Each BOOT_DIR holds console.log from one boot with payload selftests.sh,
 and files `kernel` (stock or series), `form` (stock, processed,
 unchecked, stripped) and selftests.conf.  Several boots may share a form
-(one suite each, say): the form's verdicts are theirs together.  Verdicts by name: every ftracetest case ("[N]
-description<TAB>[RESULT]"; PASS, FAIL, UNRESOLVED, UNTESTED, UNSUPPORTED,
-XFAIL, UNDEFINED), every livepatch test-*.sh (ok: exit 0, skip: exit 4,
-else FAIL) and every probe (PASS when it was hit).  What must hold:
+(one suite each, say): the form's verdicts are theirs together.  Verdicts by name, from
+the KTAP the suites print (ftracetest -K; kselftest's runner for
+livepatch): "ok N NAME" is PASS, "not ok N NAME" FAIL, and a directive
+("# SKIP", "# XFAIL", ftracetest's "# UNRESOLVED") is the verdict
+itself; and every probe (PASS when it was hit).  What must hold:
 
-  * every boot finished, its preload (modprobe kvm) succeeded, and the
+  * every boot finished, its preload (modprobe kvm) succeeded, each
+    suite's KTAP has as many results as its plan (1..N) says, and the
     series boots show no BUG, Oops or ftrace bug beyond what stock shows;
   * every series form gives every test the verdict stock gives it with
     the same modules (stock-FORM where that boot exists, else stock): the
@@ -36,43 +38,52 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
 import guest  # noqa: E402
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-CASE = re.compile(r"^\[(\d+)\](.*?)\s*\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\]\s*$")
-VERDICT = re.compile(r"^\[(PASS|FAIL|UNRESOLVED|UNTESTED|UNSUPPORTED|XFAIL|UNDEFINED)\]$")
-START = re.compile(r"^\[\d+\][^\[]*?(?=\+ |$)")
+KTAP = re.compile(r"^(ok|not ok) \d+ (.*?)(?: # (.*))?$")
+PLAN = re.compile(r"^1\.\.(\d+)")
 MUST_PASS = ("ftrace - function trace on module", "Kprobe dynamic event - probing module")
 # Kernel-log lines that mean a bug, unlike the WARNINGs some ftrace tests
 # provoke on purpose.
 BUG = ("BUG:", "Oops", "ftrace bug", "ftrace failed", "Kernel panic")
 
 
-def verdicts(con):
-    out, pending = {}, None
-    for ln in con["blocks"].get(("FTRACETEST", None), []):
-        ln = ANSI.sub("", ln).strip()
-        # A test's own output (its set -x, a trap) may come between its
-        # "[N] description" and its verdict, which then ends a later line.
-        m = CASE.match(ln) or (pending and VERDICT.match(ln) and CASE.match(pending + "\t" + ln))
-        if m:
-            name = "ftrace: " + m[2].strip()
-            while name in out:       # the same description twice (instances)
+def ktap(lines, prefix):
+    """{name: verdict} of a KTAP block's top-level results, and how many
+    its plan announced (None: no plan)."""
+    out, plan = {}, None
+    for ln in lines:
+        ln = ln.strip()
+        m = KTAP.match(ln)
+        if PLAN.match(ln):
+            plan = int(PLAN.match(ln)[1])
+        elif m:
+            word = (m[3] or "").split(" ")[0]
+            v = word if word in ("SKIP", "XFAIL", "UNRESOLVED") else "PASS" if m[1] == "ok" else \
+                "FAIL" + (f" ({m[3]})" if m[3] else "")
+            name = prefix + m[2].removeprefix("selftests: livepatch: ")
+            while name in out:       # the same description twice
                 name += " (again)"
-            out[name], pending = m[3], None
-        elif START.match(ln):
-            pending = START.match(ln)[0]
-    for f in guest.marked(con, "LIVEPATCH-RC"):
-        rc = f[1].split("=")[1]
-        out["livepatch: " + f[0]] = {"0": "PASS", "4": "SKIP"}.get(rc, f"FAIL (exit {rc})")
+            out[name] = v
+    return out, plan
+
+
+def verdicts(con):
+    out, plans = {}, {}
+    for suite in ("ftrace", "livepatch"):
+        if ("KTAP", suite) in con["blocks"]:
+            v, plans[suite] = ktap(con["blocks"][("KTAP", suite)], suite + ": ")
+            out.update(v)
+            plans[suite] = (plans[suite], len(v))
     for f in guest.marked(con, "PROBE"):
         out[f"probe: {f[1]} on trace-events-sample, {f[0]}"] = "PASS" if f[2] != "hits=0" else "FAIL (no hit)"
-    return out
+    return out, plans
 
 
 def read_boot(d):
     con = guest.read_console(d)
+    v, plans = verdicts(con)
     conf = (d / "selftests.conf").read_text()
     suites = conf.split("\n")[0].split("=", 1)[1].strip('"').split()
-    return {"dir": d, "form": (d / "form").read_text().strip(), "con": con, "v": verdicts(con),
+    return {"dir": d, "form": (d / "form").read_text().strip(), "con": con, "v": v, "plans": plans,
             "kernel": (d / "kernel").read_text().strip(), "conf": conf, "suites": suites,
             # Whether the boot ran the whole of ftracetest, or only some of it.
             "ftrace_all": "ftrace" in suites and 'FTRACE_TESTS=""' in conf}
@@ -94,8 +105,10 @@ def check_boot(b):
             fails.append(f"{b['form']}: '{name}' is {got}, not PASS")
     if not stripped:
         fails += [f"{b['form']}: {n}: {v}" for n, v in b["v"].items() if n.startswith("probe: ") and v != "PASS"]
-    if not any(n.startswith("ftrace: ") for n in b["v"]) and "ftrace" in b["suites"]:
-        fails.append(f"{b['form']}: no ftracetest verdicts")
+    for s in ("ftrace", "livepatch"):
+        plan, got = b["plans"].get(s, (None, 0))
+        if s in b["suites"] and (not got or plan != got):
+            fails.append(f"{b['form']}: {s}: {got} KTAP results, plan 1..{plan}")
     b["bugs"] = [x.strip() for x in con["dmesg"] if any(k in x for k in BUG)] + con["panic"]
     return fails
 

@@ -8,11 +8,12 @@
 # and FTRACE_TESTS, the ftracetest cases to run (empty: all).
 # /lib/modules/$(uname -r) is a modprobe tree (modules.dep from depmod).
 #   preload:   "@@ZWM PRELOAD MOD rc=N"
-#   ftrace:    ftracetest's whole output between FTRACETEST-BEGIN/-END,
-#              then the last lines of the log of each test that did not
-#              pass, each in a FTRACELOG block named after the log
-#   livepatch: each test-*.sh's output in a LIVEPATCH block named after
-#              it, then "@@ZWM LIVEPATCH-RC NAME rc=N" (4: skipped)
+#   ftrace:    ftracetest's KTAP (-K) in a KTAP block named ftrace, then
+#              the last lines of the log of each test that did not pass,
+#              each in a FTRACELOG block named after the log
+#   livepatch: kselftest's runner (run_kselftest.sh -c livepatch) and its
+#              KTAP, each test's output a "# " line in it, in a KTAP
+#              block named livepatch
 #   probes:    for each module form in /probes/FORM/: a kprobe, an fprobe
 #              and the function_graph tracer on trace-events-sample's
 #              do_simple_thread_func (its kthread calls it every second):
@@ -40,11 +41,11 @@ case " $SUITES " in *" ftrace "*)
     # The trace remote tests require remotes/test before their own setup
     # would load the module that makes it.
     modprobe remote_test; echo "@@ZWM PRELOAD remote_test rc=$?"
-    echo "@@ZWM FTRACETEST-BEGIN"
+    echo "@@ZWM KTAP-BEGIN ftrace"
     # shellcheck disable=SC2086 # FTRACE_TESTS are words (empty: all tests)
-    (cd /selftests/ftrace && ./ftracetest -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1)
+    (cd /selftests/ftrace && ./ftracetest -K -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1)
     cat /tmp/ftracetest.out
-    echo "@@ZWM FTRACETEST-END"
+    echo "@@ZWM KTAP-END ftrace"
     # ftracetest keeps the log of every test that did not pass: the end of
     # each says why.
     for l in /tmp/ftrace-logs/*; do
@@ -56,14 +57,9 @@ case " $SUITES " in *" ftrace "*)
     echo "@@ZWM TIME ftrace $(cut -d' ' -f1 /proc/uptime)";;
 esac
 case " $SUITES " in *" livepatch "*)
-    for t in /selftests/livepatch/test-*.sh; do
-        n=${t##*/}
-        echo "@@ZWM LIVEPATCH-BEGIN $n"
-        (cd /selftests/livepatch && /bin/bash "./$n" 2>&1)
-        rc=$?
-        echo "@@ZWM LIVEPATCH-END $n"
-        echo "@@ZWM LIVEPATCH-RC $n rc=$rc"
-    done
+    echo "@@ZWM KTAP-BEGIN livepatch"
+    /selftests/run_kselftest.sh -c livepatch 2>&1
+    echo "@@ZWM KTAP-END livepatch"
     echo "@@ZWM TIME livepatch $(cut -d' ' -f1 /proc/uptime)";;
 esac
 probe() { # FORM KIND: enable what the caller set up, count its hits
