@@ -229,8 +229,10 @@ boot() { # FORM
     for s in "$tests"/livepatch/test-*.sh; do echo "livepatch:${s##*/}"; done > "$out/kselftest-list.txt"
     adds+=(--add "$tests/run_kselftest.sh=selftests/run_kselftest.sh" --add "$tests/kselftest=selftests/kselftest"
            --add "$out/kselftest-list.txt=selftests/kselftest-list.txt")
+    # 3 h: on a loaded host (load 12 on 2 cores, 2026-12-03) ftracetest's
+    # module tests alone took 25 min, five times their time on an idle one.
     "$GUEST/run.sh" --arch x86_64 --kernel "$e2e/obj-$k/arch/x86/boot/bzImage" --out "$out" \
-        --mem 2048 --timeout 5400 --payload "$GUEST/payload/selftests.sh" \
+        --mem 2048 --timeout 10800 --payload "$GUEST/payload/selftests.sh" \
         --tree "$work/tree-$f" --add "$out/selftests.conf=selftests.conf" \
         --add "$work/ftrace=selftests/ftrace" "${adds[@]}" \
         --add "$work/test_klp-call_getpid=selftests/livepatch/test_klp-call_getpid" \
