@@ -39,13 +39,15 @@ fn main() {
             extra = Some(i);
         }
     });
-    let mut zero = decisions.zero;
+    let mut zero = decisions.dead;
     let extra = extra.expect("no valid entry to break");
     zero.push(extra);
     zero.sort_unstable();
     let (verb, table_symbols) = match rule.neutraliser {
         Neutraliser::Zero => ("zeroed", None),
-        Neutraliser::Drop { .. } => ("dropped", Some(elf::table_symbols(&data, &info, &x.callsite).unwrap().unwrap())),
+        Neutraliser::Drop { .. } => {
+            ("dropped", Some(elf::table_symbols(&data, &info, &x.callsite).unwrap().movable().unwrap()))
+        }
     };
     let removal = table_symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
     let plan = Plan::new(&data, &info, &x.callsite, &zero, removal).unwrap();

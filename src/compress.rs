@@ -116,7 +116,7 @@ mod imp {
 pub use imp::{compress, decompress};
 
 /// Compress, and prove the result decompresses to exactly `data`.
-pub fn compress_checked(format: Format, data: &[u8]) -> Result<Vec<u8>, Error> {
+pub fn compress_verified(format: Format, data: &[u8]) -> Result<Vec<u8>, Error> {
     let packed = compress(format, data)?;
     if decompress(format, &packed)? != data {
         return Err(Error::Internal(format!("{} round trip of the processed module failed", format.name())));
@@ -132,7 +132,7 @@ mod tests {
     fn round_trips_and_uses_the_kernels_xz_settings() {
         let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
         for f in [Format::Xz, Format::Zstd, Format::Gzip] {
-            let packed = compress_checked(f, &data).unwrap();
+            let packed = compress_verified(f, &data).unwrap();
             assert_eq!(Format::detect(&packed), Some(f));
             assert_eq!(decompress(f, &packed).unwrap(), data);
         }

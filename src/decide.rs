@@ -20,7 +20,7 @@
 
 use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
 use crate::rule::Input;
-use crate::rule::{Check, Region, Rule};
+use crate::rule::{Criterion, Region, Rule};
 
 /// The symbols of a module, sorted so that the nearest symbol at or below an
 /// address is one binary search away: O((entries + symbols) · log symbols),
@@ -287,9 +287,10 @@ pub enum Doubt {
 pub enum Verdict<'a> {
     /// A symbol explains the location: the kernel keeps the record.
     Valid,
-    /// No symbol explains it: the kernel rejects the record, and prints it
-    /// as `__ftrace_invalid_address___<distance>`.
-    Zero { nearest: Option<&'a [u8]>, distance: u64 },
+    /// No symbol explains it: a dead record, which the kernel rejects (and
+    /// prints as `__ftrace_invalid_address___<distance>`) or, under
+    /// [`Criterion::Contains`], keeps under a wrong name.
+    Dead { nearest: Option<&'a [u8]>, distance: u64 },
     /// Kept because we cannot be sure, for this reason.
     Doubt(Doubt),
 }
@@ -337,8 +338,8 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
     }
     let (nearest, ip) = first_miss.expect("at least one candidate ip");
     match nearest {
-        Some(s) => Verdict::Zero { nearest: Some(symbols.name(&s)), distance: ip - s.value },
-        None => Verdict::Zero { nearest: None, distance: 0 },
+        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: ip - s.value },
+        None => Verdict::Dead { nearest: None, distance: 0 },
     }
 }
 
@@ -361,19 +362,19 @@ pub fn contains<'a>(entry: &Entry, symbols: &SymbolIndex<'a>, layout: &Layout, b
         return Verdict::Doubt(Doubt::Stripped);
     }
     match symbols.at_or_below(section, at.saturating_add(before)) {
-        None => Verdict::Zero { nearest: None, distance: 0 },
+        None => Verdict::Dead { nearest: None, distance: 0 },
         Some(s) if s.size == 0 => {
             Verdict::Doubt(Doubt::Unsized { symbol: String::from_utf8_lossy(symbols.name(&s)).into_owned() })
         }
-        Some(s) => Verdict::Zero { nearest: Some(symbols.name(&s)), distance: at.saturating_sub(s.value) },
+        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: at.saturating_sub(s.value) },
     }
 }
 
 /// What a pass over a callsite table decided, by entry index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decisions {
-    /// Entries the kernel would reject: to be zeroed.
-    pub zero: Vec<usize>,
+    /// Dead entries: to be neutralised (zeroed or dropped).
+    pub dead: Vec<usize>,
     /// Entries kept because we cannot be sure.
     pub doubt: Vec<usize>,
 }
@@ -392,13 +393,13 @@ pub fn all<'a>(
 ) -> Decisions {
     let mut out = Decisions::default();
     for (i, entry) in entries.iter().enumerate() {
-        let verdict = match rule.check {
-            Check::MaxOffset => decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset),
-            Check::Contains { before } => contains(entry, symbols, layout, before),
+        let verdict = match rule.criterion {
+            Criterion::MaxOffset => decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset),
+            Criterion::Contains { before } => contains(entry, symbols, layout, before),
         };
         match &verdict {
             Verdict::Valid => {}
-            Verdict::Zero { .. } => out.zero.push(i),
+            Verdict::Dead { .. } => out.dead.push(i),
             Verdict::Doubt(_) => out.doubt.push(i),
         }
         each(i, entry, &verdict);
@@ -455,11 +456,11 @@ mod tests {
     fn boundary_is_inclusive_at_max_and_rejects_max_plus_one() {
         let (s, l) = setup(&[sym(1, 0x100, "f")], vec![text(".text", 0x1000)]);
         assert_eq!(decide(&at(1, 0x104), &s, &l, 4), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x105), &s, &l, 4), Verdict::Zero { nearest: Some(b"f"), distance: 5 });
+        assert_eq!(decide(&at(1, 0x105), &s, &l, 4), Verdict::Dead { nearest: Some(b"f"), distance: 5 });
         assert_eq!(decide(&at(1, 0x100), &s, &l, 0), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x101), &s, &l, 0), Verdict::Zero { nearest: Some(b"f"), distance: 1 });
+        assert_eq!(decide(&at(1, 0x101), &s, &l, 0), Verdict::Dead { nearest: Some(b"f"), distance: 1 });
         assert_eq!(decide(&at(1, 0x110), &s, &l, 16), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x111), &s, &l, 16), Verdict::Zero { nearest: Some(b"f"), distance: 17 });
+        assert_eq!(decide(&at(1, 0x111), &s, &l, 16), Verdict::Dead { nearest: Some(b"f"), distance: 17 });
     }
 
     #[test]
@@ -469,9 +470,9 @@ mod tests {
             vec![text(".text", 0x1000), text(".other", 0x100)],
         );
         assert_eq!(decide(&at(1, 0x84), &s, &l, 4), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x150), &s, &l, 4), Verdict::Zero { nearest: Some(b"b"), distance: 0xd0 });
+        assert_eq!(decide(&at(1, 0x150), &s, &l, 4), Verdict::Dead { nearest: Some(b"b"), distance: 0xd0 });
         // Symbols of other sections never explain a location.
-        assert_eq!(decide(&at(2, 0x84), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(2, 0x84), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
     }
 
     #[test]
@@ -479,7 +480,7 @@ mod tests {
         // A weak body at .text+0, where the region starts: the kernel finds
         // no symbol at all and prints __ftrace_invalid_address___0.
         let (s, l) = setup(&[sym(1, 0x10, "f")], vec![text(".text", 0x100)]);
-        assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
     }
 
     #[test]
@@ -489,7 +490,7 @@ mod tests {
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(Doubt::Preceded { max: 4, by: ".text".into() }));
         assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
         // One byte further, no symbol of .text can be within 4 bytes.
-        assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
         // A symbol of its own section settles it either way.
         assert_eq!(decide(&at(2, 0x44), &s, &l, 4), Verdict::Valid);
     }
@@ -498,7 +499,7 @@ mod tests {
     fn init_text_is_its_own_region_except_where_the_arch_merges_it() {
         let sections = vec![text(".text", 0x100), text(".init.text", 0x100)];
         let (s, l) = setup(&[sym(1, 0x10, "f")], sections.clone());
-        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
         // ppc64 puts .init.text in core text, right after .text.
         let index = SymbolIndex::new(&[sym(1, 0x10, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
@@ -540,7 +541,7 @@ mod tests {
         let weak = crate::rule::Adjust::Add(8).candidates(0x60, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips: weak.0, count: weak.1 }, &s, &l, 16),
-            Verdict::Zero { nearest: Some(b"f"), distance: 0x44 }
+            Verdict::Dead { nearest: Some(b"f"), distance: 0x44 }
         );
     }
 
@@ -556,7 +557,7 @@ mod tests {
         let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, true);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16),
-            Verdict::Zero { nearest: Some(b"g"), distance: 0x18 }
+            Verdict::Dead { nearest: Some(b"g"), distance: 0x18 }
         );
         // The +8 candidate alone can make an entry valid.
         let (s2, l2) = setup(&[sym(1, 0x30, "h")], vec![text(".text", 0x100)]);
@@ -566,7 +567,7 @@ mod tests {
         let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16),
-            Verdict::Zero { nearest: None, distance: 0 }
+            Verdict::Dead { nearest: None, distance: 0 }
         );
     }
 
@@ -585,14 +586,14 @@ mod tests {
         let verdict = |at, before| contains(&entry(1, at), &s, &l, before);
         assert_eq!(verdict(0x40, 0), Verdict::Valid);
         assert_eq!(verdict(0x7f, 0), Verdict::Valid);
-        assert_eq!(verdict(0x80, 0), Verdict::Zero { nearest: Some(b"f"), distance: 0x40 });
-        assert_eq!(verdict(0x3f, 0), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(verdict(0x80, 0), Verdict::Dead { nearest: Some(b"f"), distance: 0x40 });
+        assert_eq!(verdict(0x3f, 0), Verdict::Dead { nearest: None, distance: 0 });
         assert_eq!(verdict(0x38, 8), Verdict::Valid);
-        assert_eq!(verdict(0x34, 8), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(verdict(0x34, 8), Verdict::Dead { nearest: None, distance: 0 });
         assert_eq!(verdict(0xb8, 8), Verdict::Valid);
-        assert_eq!(verdict(0xb4, 8), Verdict::Zero { nearest: Some(b"f"), distance: 0x74 });
+        assert_eq!(verdict(0xb4, 8), Verdict::Dead { nearest: Some(b"f"), distance: 0x74 });
         // Another section's functions never contain a location.
-        assert_eq!(contains(&entry(2, 0x50), &s, &l, 8), Verdict::Zero { nearest: None, distance: 0 });
+        assert_eq!(contains(&entry(2, 0x50), &s, &l, 8), Verdict::Dead { nearest: None, distance: 0 });
     }
 
     #[test]
@@ -601,7 +602,7 @@ mod tests {
         // of the outer function look uncovered.
         let (s, l) = setup(&[func(1, 0x40, 0x100, "a"), func(1, 0x60, 0x8, "b")], vec![text(".text", 0x200)]);
         assert_eq!(contains(&entry(1, 0x100), &s, &l, 0), Verdict::Valid);
-        assert_eq!(contains(&entry(1, 0x140), &s, &l, 0), Verdict::Zero { nearest: Some(b"b"), distance: 0xe0 });
+        assert_eq!(contains(&entry(1, 0x140), &s, &l, 0), Verdict::Dead { nearest: Some(b"b"), distance: 0xe0 });
     }
 
     #[test]
@@ -609,7 +610,7 @@ mod tests {
         let (s, l) = setup(&[func(1, 0x41, 0x20, "f")], vec![text(".text", 0x100)]);
         assert_eq!(contains(&entry(1, 0x40), &s, &l, 0), Verdict::Valid);
         assert_eq!(contains(&entry(1, 0x45), &s, &l, 0), Verdict::Valid);
-        assert!(matches!(contains(&entry(1, 0x62), &s, &l, 0), Verdict::Zero { .. }));
+        assert!(matches!(contains(&entry(1, 0x62), &s, &l, 0), Verdict::Dead { .. }));
     }
 
     #[test]
@@ -618,7 +619,7 @@ mod tests {
         assert_eq!(contains(&entry(1, 0x90), &s, &l, 0), Verdict::Doubt(Doubt::Unsized { symbol: "g".into() }));
         // Within the allowance before an unsized symbol, too.
         assert_eq!(contains(&entry(1, 0x78), &s, &l, 8), Verdict::Doubt(Doubt::Unsized { symbol: "g".into() }));
-        assert!(matches!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Zero { .. }));
+        assert!(matches!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Dead { .. }));
         l.stripped_locals = true;
         assert_eq!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Doubt(Doubt::Stripped));
         assert_eq!(contains(&entry(1, 0x44), &s, &l, 0), Verdict::Valid);

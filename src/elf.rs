@@ -155,7 +155,7 @@ pub struct LookupSymbol {
     pub name: u32,
     /// `st_size` of a function symbol (`STT_FUNC`); 0 for any other symbol,
     /// and for a function whose extent the compiler did not record. Only the
-    /// containment rule ([`crate::rule::Check::Contains`]) reads it.
+    /// containment rule ([`crate::rule::Criterion::Contains`]) reads it.
     pub size: u64,
     /// ppc64 `ELFv2`: bytes from the global to the local entry point, from
     /// `st_other` (`PPC64_LOCAL_ENTRY_OFFSET()`); 0 on every other arch.
@@ -516,13 +516,21 @@ fn vermagic(data: &[u8], sections: &[Section]) -> Option<String> {
         .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
-/// The relocation section that applies to the callsite table, checked
-/// against the rule's shape; `Err(Ok(why))` when there is none we could act on.
+/// Which relocation section applies to the callsite table.
+enum RelocSection {
+    /// Its index, validated against the rule's shape.
+    At(usize),
+    /// None we could act on: why, as the extraction's answer.
+    None(Extraction<'static>),
+}
+
+/// The relocation section that applies to the callsite table, validated
+/// against the rule's shape, or why there is none we could act on.
 fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
-) -> Result<Result<usize, Extraction<'static>>, Error> {
+) -> Result<RelocSection, Error> {
     let cs = &info.sections[callsite];
     let relsecs: Vec<usize> = info
         .sections
@@ -533,14 +541,14 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
         .collect();
     let index = match relsecs.as_slice() {
         [] => {
-            return Ok(Err(Extraction::NoRelocations(format!(
+            return Ok(RelocSection::None(Extraction::NoRelocations(format!(
                 "{} has no relocation section: nothing the loader would relocate",
                 cs.name
             ))));
         }
         [one] => *one,
         _ => {
-            return Ok(Err(Extraction::Unsupported(format!(
+            return Ok(RelocSection::None(Extraction::Unsupported(format!(
                 "{} relocation sections apply to {}; left alone",
                 relsecs.len(),
                 cs.name
@@ -550,7 +558,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
     let rs = &info.sections[index];
     let wanted = if shape.rela { elf::SHT_RELA } else { elf::SHT_REL };
     if rs.sh_type != wanted {
-        return Ok(Err(Extraction::Unsupported(format!(
+        return Ok(RelocSection::None(Extraction::Unsupported(format!(
             "{} is {} but this architecture's modules use {}; left alone",
             rs.name,
             if rs.sh_type == elf::SHT_RELA { "SHT_RELA" } else { "SHT_REL" },
@@ -567,7 +575,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
             rs.name, rs.size
         )));
     }
-    Ok(Ok(index))
+    Ok(RelocSection::At(index))
 }
 
 fn reloc_entsize<Elf: FileHeader>(shape: RelocShape) -> u64 {
@@ -626,12 +634,12 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     }
     let table = section_table::<Elf>(data, info)?;
     let reloc_section = match reloc_section::<Elf>(info, callsite, shape)? {
-        Ok(index) => index,
-        Err(none) => return Ok(none),
+        RelocSection::At(index) => index,
+        RelocSection::None(none) => return Ok(none),
     };
     let rs = &info.sections[reloc_section];
     let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
-    check_writable_ranges(info, data.len() as u64, &[callsite, reloc_section])?;
+    validate_writable_ranges(info, data.len() as u64, &[callsite, reloc_section])?;
     let strings = string_table(data, info, symsec)?;
     let (symbols, local_functions) = lookup_symbols::<Elf>(&symtab, info, strings, mapping)?;
 
@@ -844,7 +852,7 @@ fn string_table<'a>(data: &'a [u8], info: &ElfInfo, symtab: &Section) -> Result<
 
 /// The sections we write must not share bytes with anything else: a write
 /// into an overlapping symbol table or header would corrupt the module.
-fn check_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) -> Result<(), Error> {
+fn validate_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) -> Result<(), Error> {
     let ehsize = if info.is_64 { 64 } else { 52 };
     let shtab = (info.shoff, info.shoff + info.shentsize * info.sections.len() as u64);
     if shtab.1 > file_len {
@@ -903,16 +911,32 @@ pub struct TableSymbol {
     pub value: u64,
 }
 
+/// What a drop must move with the callsite table's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableSymbols {
+    /// The symbols defined in the table, all local and unrelocated against:
+    /// a drop moves them down with their words.
+    Movable(Vec<TableSymbol>),
+    /// Why a drop could not keep what points into the table right.
+    Pinned(String),
+}
+
+impl TableSymbols {
+    /// The symbols, or why they cannot move.
+    pub fn movable(self) -> Result<Vec<TableSymbol>, String> {
+        match self {
+            TableSymbols::Movable(symbols) => Ok(symbols),
+            TableSymbols::Pinned(why) => Err(why),
+        }
+    }
+}
+
 /// The symbols defined in the callsite table, for a drop, or why a drop
 /// could not keep what points into the table right: a symbol other modules
 /// could see, or a relocation of another section against one of its symbols.
 /// Nothing of the kind is known in a real module (docs/rules.md, "Dropping
 /// an entry"), so such a module is left alone rather than guessed at.
-pub fn table_symbols(
-    data: &[u8],
-    info: &ElfInfo,
-    callsite: &Callsite,
-) -> Result<Result<Vec<TableSymbol>, String>, Error> {
+pub fn table_symbols(data: &[u8], info: &ElfInfo, callsite: &Callsite) -> Result<TableSymbols, Error> {
     if info.is_64 {
         table_symbols_generic::<FileHeader64<Endianness>>(data, info, callsite)
     } else {
@@ -924,13 +948,13 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
     data: &[u8],
     info: &ElfInfo,
     callsite: &Callsite,
-) -> Result<Result<Vec<TableSymbol>, String>, Error> {
+) -> Result<TableSymbols, Error> {
     let table = section_table::<Elf>(data, info)?;
     let rs = &info.sections[callsite.reloc_section];
     let cs = &info.sections[callsite.section];
     let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
     let symtab_index = rs.link as usize;
-    check_writable_ranges(info, data.len() as u64, &[symtab_index])?;
+    validate_writable_ranges(info, data.len() as u64, &[symtab_index])?;
     let endian = info.endian();
     // st_value follows st_name in Elf64_Sym (and st_info, st_other,
     // st_shndx); in Elf32_Sym it comes right after st_name.
@@ -942,7 +966,7 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
             continue;
         }
         if sym.st_bind() != elf::STB_LOCAL {
-            return Ok(Err(format!("symbol {} is defined in {} and is not local", index.0, cs.name)));
+            return Ok(TableSymbols::Pinned(format!("symbol {} is defined in {} and is not local", index.0, cs.name)));
         }
         inside[index.0] = true;
         let value_field = symsec.offset + index.0 as u64 * symsec.entsize + value_at;
@@ -963,10 +987,10 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
             relocs.iter().any(|r| inside.get(r.r_sym(endian) as usize) == Some(&true))
         };
         if hits {
-            return Ok(Err(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
+            return Ok(TableSymbols::Pinned(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
         }
     }
-    Ok(Ok(out))
+    Ok(TableSymbols::Movable(out))
 }
 
 /// `PPC64_LOCAL_ENTRY_OFFSET()` (arch/powerpc/include/uapi/asm/elf.h):

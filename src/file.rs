@@ -131,7 +131,7 @@ fn compressed(
         copy_unchanged(output, opts, data)?;
         return Ok(analysis);
     }
-    let packed = compress::compress_checked(format, &analysis.plan.apply_to(&payload))?;
+    let packed = compress::compress_verified(format, &analysis.plan.apply_to(&payload))?;
     if let Some(out) = output {
         write_output(out, &packed)?;
         return Ok(analysis);

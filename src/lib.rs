@@ -11,7 +11,8 @@
 //! - [`elf`]: the ELF view of the module, validated, as plain data;
 //! - [`kconfig`]: the kernel `.config` the module was built with, if given;
 //! - [`rule`]: the rule a module is judged by, as plain data;
-//! - [`arch`]: the per-arch, per-config rows that pick that rule;
+//! - [`release`]: every kernel release at which a rule changes;
+//! - [`arch`]: the per-arch facts and per-release rows that pick that rule;
 //! - [`decide`]: the weak-entry decision, a pure function;
 //! - [`plan`]: every byte to write, checked in full, then applied;
 //! - [`process`]: one module's bytes, start to end;
@@ -31,6 +32,7 @@ pub mod file;
 pub mod kconfig;
 pub mod plan;
 pub mod process;
+pub mod release;
 pub mod render;
 pub mod report;
 pub mod risk;

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-only
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -7,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
-use zero_weak_mcount::cli::{Cli, Format, NAME};
+use zero_weak_mcount::cli::{Cli, Format};
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{LeftAlone, Options, Outcome};
-use zero_weak_mcount::render::{self, Human};
+use zero_weak_mcount::process::{Options, Outcome, Tally};
+use zero_weak_mcount::render::{self, Human, Usage, Walked};
 use zero_weak_mcount::{stop, walk};
 
 /// What one file produced: lines to print, and how to count it.
@@ -27,20 +26,20 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     stop::install();
-    let usage = |msg: &str| {
-        eprintln!("{NAME}: error: {msg}");
+    let usage = |line: &str| {
+        eprint!("{line}");
         ExitCode::from(2)
     };
     let kconfig = match cli.kconfig.as_deref().map(Kconfig::load).transpose() {
         Ok(k) => k,
-        Err(e) => return usage(&e.to_string()),
+        Err(e) => return usage(&render::usage_error(&e.to_string())),
     };
     let Inputs { files, tree, walk_failed } = match inputs(&cli) {
         Ok(inputs) => inputs,
         Err(msg) => return usage(&msg),
     };
     if cli.format == Format::Json && cli.output.as_deref() == Some(Path::new("-")) {
-        return usage("--format=json writes the reports to stdout: -o - cannot write the module there too");
+        return usage(&render::usage(Usage::JsonAndStdout));
     }
 
     let opts = Options {
@@ -70,7 +69,8 @@ fn main() -> ExitCode {
             if let Some(p) = progress.as_mut().filter(|_| !done.lines.is_empty()) {
                 p.clear();
             }
-            tally.add(&done);
+            print_done(&done);
+            tally.add(done.outcome.as_ref().ok());
             if let Some(p) = &mut progress {
                 p.done(finished);
             }
@@ -83,23 +83,19 @@ fn main() -> ExitCode {
     match stop::requested() {
         Some(stop::PIPE) => closed_pipe(),
         Some(sig) => {
-            let what = if opts.check { "would change" } else { "changed" };
-            say(&format!("{NAME}: interrupted: {done} of {total} done ({} {what})", tally.changed));
+            say(&render::interrupted(done, total, tally.changed, opts.check));
             // 128 + the signal, as a shell reports a process it killed.
             ExitCode::from(u8::try_from(128 + sig).unwrap_or(1))
         }
         None => {
             if tree {
-                tally.summary(opts.check);
+                for line in render::tree_summary(&tally, opts.check) {
+                    say(&line);
+                }
             }
             exit_status(opts.check, tally.changed, tally.errors + usize::from(walk_failed))
         }
     }
-}
-
-/// "1 module", "2 modules".
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 { word.to_string() } else { format!("{word}s") }
 }
 
 /// One line to stderr. A closed stderr ends the run quietly, as a closed
@@ -143,9 +139,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::SUCCESS;
     }
-    let text = e.render().to_string();
-    let text = text.strip_prefix("error: ").unwrap_or(&text);
-    eprint!("{NAME}: error: {text}");
+    eprint!("{}", render::usage_error(&e.render().to_string()));
     ExitCode::from(2)
 }
 
@@ -172,7 +166,7 @@ impl Progress {
             self.shown = (n, now);
             self.drawn = true;
             let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r{NAME}: {n}/{}\x1b[K", self.total);
+            let _ = write!(err, "{}", render::progress(n, self.total));
             let _ = err.flush();
         }
     }
@@ -197,7 +191,7 @@ struct Inputs {
 }
 
 /// The files the command line names, directories walked; `Err` is a usage
-/// error.
+/// error's line.
 fn inputs(cli: &Cli) -> Result<Inputs, String> {
     let mut files = Vec::new();
     let mut tree = cli.tree;
@@ -208,91 +202,45 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
             match walk::tree(path) {
                 Ok(found) => {
                     if found.modules.is_empty() {
-                        say(&format!(
-                            "{NAME}: {}: warning: no modules in this tree (*.ko, *.ko.xz, *.ko.zst, *.ko.gz)",
-                            path.display()
-                        ));
+                        say(&render::walked(path, Walked::Empty));
                     }
                     if cli.verbose {
                         for link in &found.symlinks {
-                            say(&format!("{NAME}: {}: skipped symlink", link.display()));
+                            say(&render::walked(link, Walked::Symlink));
                         }
                     }
                     files.extend(found.modules);
                 }
                 Err(e) => {
-                    say(&format!(
-                        "{NAME}: {}: error: cannot walk: {}",
-                        path.display(),
-                        zero_weak_mcount::error::plain(&e)
-                    ));
+                    say(&render::walked(path, Walked::Failed(&e)));
                     walk_failed = true;
                 }
             }
         } else if cli.tree {
-            return Err(format!("--tree: {} is not a directory", path.display()));
+            return Err(render::usage(Usage::NotATree(path)));
         } else {
             files.push(path.clone());
         }
     }
     if cli.output.is_some() && (tree || files.len() != 1) {
-        return Err("--output takes exactly one input file".into());
+        return Err(render::usage(Usage::OutputOfMany));
     }
     Ok(Inputs { files, tree, walk_failed })
 }
 
-/// Every module's lines, printed as it is reported, and the counts for
-/// the summary and the exit status.
-#[derive(Default)]
-struct Tally {
-    modules: usize,
-    changed: usize,
-    unchanged: usize,
-    errors: usize,
-    skipped: BTreeMap<LeftAlone, usize>,
-}
-
-impl Tally {
-    fn add(&mut self, done: &Done) {
-        if stop::requested() != Some(stop::PIPE) {
-            for line in &done.lines {
-                say(line);
-            }
-            if let Some(json) = &done.json {
-                let mut out = std::io::stdout().lock();
-                if let Err(e) = writeln!(out, "{json}").and_then(|()| out.flush()) {
-                    stop::on_write_error(&e);
-                }
-            }
-        }
-        self.modules += 1;
-        match &done.outcome {
-            Ok(Outcome::Changed { .. }) => self.changed += 1,
-            Ok(Outcome::Unchanged) => self.unchanged += 1,
-            Ok(Outcome::Skipped(kind, _)) => *self.skipped.entry(*kind).or_default() += 1,
-            Err(()) => self.errors += 1,
-        }
+/// Print a module's lines as it is reported.
+fn print_done(done: &Done) {
+    if stop::requested() == Some(stop::PIPE) {
+        return;
     }
-
-    /// The tree mode summary line, last.
-    fn summary(&self, check: bool) {
-        let Tally { modules, changed, unchanged, errors, skipped } = self;
-        if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
-            say(&format!(
-                "{NAME}: warning: {n} compressed {} left unchanged: {}",
-                plural(n, "module"),
-                zero_weak_mcount::process::COMPRESSED_ADVICE
-            ));
+    for line in &done.lines {
+        say(line);
+    }
+    if let Some(json) = &done.json {
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, "{json}").and_then(|()| out.flush()) {
+            stop::on_write_error(&e);
         }
-        let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", k.name())).collect();
-        let skipped_total: usize = skipped.values().sum();
-        say(&format!(
-            "{NAME}: {modules} {}: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} {}",
-            plural(*modules, "module"),
-            if check { "would change" } else { "changed" },
-            if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
-            plural(*errors, "error"),
-        ));
     }
 }
 

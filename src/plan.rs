@@ -91,7 +91,7 @@ impl Plan {
         };
         writes.sort_by_key(|w| w.offset);
         let plan = Plan { writes, truncate: None };
-        plan.check(image.len() as u64)?;
+        plan.validate(image.len() as u64)?;
         Ok(plan)
     }
 
@@ -101,7 +101,7 @@ impl Plan {
     }
 
     /// Every write inside the image, none overlapping another.
-    pub fn check(&self, image_len: u64) -> Result<(), Error> {
+    pub fn validate(&self, image_len: u64) -> Result<(), Error> {
         let mut end = 0;
         for w in &self.writes {
             let stop = w.offset.checked_add(w.bytes.len() as u64);

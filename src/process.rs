@@ -8,10 +8,10 @@
 use crate::arch::{self, Overrides, Scope};
 use crate::compress::Format;
 use crate::decide::{self, Layout, SymbolIndex, Verdict};
-use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbol, Target};
+use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbols, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
-use crate::plan::{Plan, Removal};
+use crate::plan::{self, Plan};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
 use crate::risk::{self, AtRisk, Function, PatchSite, Record};
 use crate::rule::{Input, Neutraliser, Rule};
@@ -83,16 +83,29 @@ pub enum LeftAlone {
     Compressed,
     /// The kernel does not check this module's callsites (architecture,
     /// kernel release or config), or we cannot tell whether it does.
-    NotChecked,
+    NoRule,
 }
 
-impl LeftAlone {
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            LeftAlone::Signed => "signed",
-            LeftAlone::Compressed => "compressed",
-            LeftAlone::NotChecked => "not checked by the kernel",
+/// The counts of a run over many modules, for the tree summary and the
+/// exit status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub modules: usize,
+    pub changed: usize,
+    pub unchanged: usize,
+    pub errors: usize,
+    pub skipped: std::collections::BTreeMap<LeftAlone, usize>,
+}
+
+impl Tally {
+    /// Count one module: how it ended up, or `None` for an error.
+    pub fn add(&mut self, outcome: Option<&Outcome>) {
+        self.modules += 1;
+        match outcome {
+            Some(Outcome::Changed { .. }) => self.changed += 1,
+            Some(Outcome::Unchanged) => self.unchanged += 1,
+            Some(Outcome::Skipped(kind, _)) => *self.skipped.entry(*kind).or_default() += 1,
+            None => self.errors += 1,
         }
     }
 }
@@ -137,7 +150,7 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
         warnings.push(w);
     }
     let decided = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::Unchecked(why) => Decided::left(LeftAlone::NotChecked, why.to_string()),
+        Scope::NoRule(why) => Decided::left(LeftAlone::NoRule, why.to_string()),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
     };
     let mut analysis = decided.finish(warnings);
@@ -263,8 +276,8 @@ fn decide_module(
     opts: &Options,
     warnings: &mut Vec<String>,
 ) -> Result<Decided, Error> {
-    if let Some(kernel) = rule.unchecked_release {
-        let (major, minor) = arch::CHECKED_THROUGH;
+    if let Some(kernel) = rule.unread_release {
+        let (major, minor) = crate::release::READ_THROUGH;
         warnings.push(format!(
             "kernel {kernel} is newer than {major}.{minor}, the newest release this tool's rules were \
              checked against; applying {major}.{minor}'s rules (see docs/rules.md)"
@@ -283,7 +296,7 @@ fn decide_module(
         }
         Extraction::Unsupported(why) => {
             warnings.push(why.clone());
-            return Ok(Decided::left(LeftAlone::NotChecked, why).with(rule, bare));
+            return Ok(Decided::left(LeftAlone::NoRule, why).with(rule, bare));
         }
     };
     let entries = &extracted.callsite.entries;
@@ -297,38 +310,38 @@ fn decide_module(
             findings.push(finding(info, rule, entry, verdict));
         }
     });
-    let (zero, doubts) = (decisions.zero, decisions.doubt.len());
-    let counts = Counts { entries: entries.len(), weak: zero.len(), doubt: doubts };
-    let records = records(image, info, rule, entries, &zero);
+    let (dead, doubts) = (decisions.dead, decisions.doubt.len());
+    let counts = Counts { entries: entries.len(), weak: dead.len(), doubt: doubts };
+    let records = records(image, info, rule, entries, &dead);
     let (at_risk, at_risk_after) = at_risk(image, info, rule, &symbols, &records);
     let mut report =
         Report { rule: Some(facts(rule)), counts: Some(counts), findings, at_risk, at_risk_after, ..Report::default() };
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
-    if stripped && !zero.is_empty() {
+    if stripped && !dead.is_empty() {
         warnings.push(
             "the symbol table has no local function symbols (stripped with --strip-unneeded?): the kernel \
              cannot name or trace this module's static functions, and their entries are zeroed as it rejects them"
                 .into(),
         );
     }
-    let plan = match removal_plan(image, info, rule, &extracted.callsite, &zero, warnings)? {
-        Ok(plan) => plan,
-        Err(left) => {
+    let plan = match removal_plan(image, info, rule, &extracted.callsite, &dead, warnings)? {
+        Removal::Planned(plan) => plan,
+        Removal::LeftAlone(left) => {
             // Left as it is: what is at risk stays so.
             report.at_risk_after.clone_from(&report.at_risk);
-            return Ok(left.with(rule, report));
+            return Ok((*left).with(rule, report));
         }
     };
-    Ok(Decided { plan, neutralised: zero.len(), left: None, report })
+    Ok(Decided { plan, neutralised: dead.len(), left: None, report })
 }
 
 /// The records the kernel builds from the table, the rejected ones dead.
-fn records(image: &[u8], info: &ElfInfo, rule: &Rule, entries: &[Entry], zero: &[usize]) -> Vec<Record> {
+fn records(image: &[u8], info: &ElfInfo, rule: &Rule, entries: &[Entry], dead: &[usize]) -> Vec<Record> {
     let mut records = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         if let Input::Ips { section, ips, .. } = rule.input(image, info, entry) {
-            records.push(Record { section, ip: ips[0], dead: zero.binary_search(&i).is_ok() });
+            records.push(Record { section, ip: ips[0], dead: dead.binary_search(&i).is_ok() });
         }
     }
     records
@@ -383,35 +396,43 @@ fn facts(rule: &Rule) -> RuleFacts {
     RuleFacts {
         arch: rule.arch,
         section: rule.section,
-        check: rule.check,
+        criterion: rule.criterion,
         max_offset: rule.max_offset,
         neutraliser: rule.neutraliser,
         basis: rule.basis,
     }
 }
 
-/// The plan that takes the rejected entries out with the rule's neutraliser,
+/// What becomes of the dead entries.
+enum Removal {
+    /// The plan that takes them out with the rule's neutraliser.
+    Planned(Plan),
+    /// A drop cannot be done safely: the module is left as it is.
+    LeftAlone(Box<Decided>),
+}
+
+/// The plan that takes the dead entries out with the rule's neutraliser,
 /// or, where a drop cannot be done safely, the module left as it is.
 fn removal_plan(
     image: &[u8],
     info: &ElfInfo,
     rule: &Rule,
     callsite: &Callsite,
-    zero: &[usize],
+    dead: &[usize],
     warnings: &mut Vec<String>,
-) -> Result<Result<Plan, Decided>, Error> {
+) -> Result<Removal, Error> {
     let symbols = match rule.neutraliser {
-        Neutraliser::Drop { .. } if !zero.is_empty() => match drop_symbols(image, info, rule, callsite, zero)? {
-            Ok(symbols) => Some(symbols),
-            Err(why) => {
+        Neutraliser::Drop { .. } if !dead.is_empty() => match drop_symbols(image, info, rule, callsite, dead)? {
+            TableSymbols::Movable(symbols) => Some(symbols),
+            TableSymbols::Pinned(why) => {
                 warnings.push(why.clone());
-                return Ok(Err(Decided::left(LeftAlone::NotChecked, why)));
+                return Ok(Removal::LeftAlone(Box::new(Decided::left(LeftAlone::NoRule, why))));
             }
         },
         _ => None,
     };
-    let removal = symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
-    Plan::new(image, info, callsite, zero, removal).map(Ok)
+    let how = symbols.as_deref().map_or(plan::Removal::Zero, plan::Removal::Drop);
+    Plan::new(image, info, callsite, dead, how).map(Removal::Planned)
 }
 
 /// The symbols defined in the table, for a drop, or why this module stays
@@ -422,7 +443,7 @@ fn drop_symbols(
     rule: &Rule,
     callsite: &Callsite,
     chosen: &[usize],
-) -> Result<Result<Vec<TableSymbol>, String>, Error> {
+) -> Result<TableSymbols, Error> {
     let cs = &info.sections[callsite.section];
     let count = chosen.len();
     // A kept relocation whose bytes reach into a dropped word (an unaligned
@@ -433,7 +454,7 @@ fn drop_symbols(
     for e in &callsite.entries {
         let at = dropped.partition_point(|&d| d + word <= e.word_offset);
         if dropped.get(at).is_some_and(|&d| d < e.word_offset + word && d != e.word_offset) {
-            return Ok(Err(format!(
+            return Ok(TableSymbols::Pinned(format!(
                 "the relocation at {:#x} of {} reaches into a word to drop; left unchanged",
                 e.word_offset, cs.name
             )));
@@ -442,17 +463,22 @@ fn drop_symbols(
     if cs.sh_type != object::elf::SHT_PROGBITS {
         // Shrinking a section of any other kind changes what it means to
         // every reader that knows that kind.
-        return Ok(Err(format!("{} is not SHT_PROGBITS; a drop would shrink it; left unchanged", cs.name)));
+        return Ok(TableSymbols::Pinned(format!(
+            "{} is not SHT_PROGBITS; a drop would shrink it; left unchanged",
+            cs.name
+        )));
     }
     if rule.empty_table_fails && count as u64 * info.word_size() == cs.size {
-        return Ok(Err(format!(
+        return Ok(TableSymbols::Pinned(format!(
             "dropping all {count} entries would empty {}, and the {} loader fails a module whose table is empty; \
              left unchanged",
             cs.name, rule.arch
         )));
     }
-    Ok(elf::table_symbols(image, info, callsite)?
-        .map_err(|why| format!("{why}: a drop cannot move it; left unchanged")))
+    Ok(match elf::table_symbols(image, info, callsite)? {
+        TableSymbols::Pinned(why) => TableSymbols::Pinned(format!("{why}: a drop cannot move it; left unchanged")),
+        movable @ TableSymbols::Movable(_) => movable,
+    })
 }
 
 fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> Finding {
@@ -462,7 +488,7 @@ fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) ->
     };
     let location = Location { section, offset, table_offset: entry.word_offset };
     match verdict {
-        Verdict::Zero { nearest, distance } => Finding::Weak {
+        Verdict::Dead { nearest, distance } => Finding::Weak {
             location,
             symbol: nearest.map(|name| String::from_utf8_lossy(name).into_owned()),
             distance: *distance,
@@ -524,15 +550,18 @@ mod tests {
             Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
         let callsite = info.alloc_section(rule.section).unwrap();
         let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().unwrap();
-        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
+        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().movable().unwrap_err();
         assert!(why.contains("would empty __mcount_loc") && why.contains("s390"), "{why}");
         let mut warnings = Vec::new();
         let decided = decide_module(&data, &info, &rule, &Options::default(), &mut warnings).unwrap();
-        assert!(decided.plan.is_empty() && matches!(decided.left, Some((LeftAlone::NotChecked, _))));
+        assert!(decided.plan.is_empty() && matches!(decided.left, Some((LeftAlone::NoRule, _))));
         assert_eq!(warnings, [why]);
         // Without that loader fact the same drop would go ahead.
         assert!(
-            drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok()
+            drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0])
+                .unwrap()
+                .movable()
+                .is_ok()
         );
     }
 }

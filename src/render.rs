@@ -4,13 +4,14 @@
 //! `--format=json` instead, so rewording a line here breaks no harness.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use crate::decide::Doubt;
 use crate::error::Error;
-use crate::process::{Analysis, LeftAlone, Outcome};
+use crate::process::{Analysis, COMPRESSED_ADVICE, LeftAlone, Outcome, Tally};
 use crate::report::{Finding, Location, Report, RuleFacts};
 use crate::risk::AtRisk;
-use crate::rule::{Check, Neutraliser};
+use crate::rule::{Criterion, Neutraliser};
 
 pub use crate::cli::NAME;
 
@@ -46,6 +47,110 @@ pub fn human(shown: &str, result: &Result<Analysis, Error>, how: Human) -> Vec<S
         lines.push(format!("{NAME}: {shown}: {}", summary(&a.report, false)));
     }
     lines
+}
+
+/// "1 module", "2 modules".
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { word.to_string() } else { format!("{word}s") }
+}
+
+/// What the tree summary calls modules left alone for this reason.
+#[must_use]
+pub fn left_alone(kind: LeftAlone) -> &'static str {
+    match kind {
+        LeftAlone::Signed => "signed",
+        LeftAlone::Compressed => "compressed",
+        LeftAlone::NoRule => "not checked by the kernel",
+    }
+}
+
+/// The tree mode lines after every module's: the compressed modules left
+/// alone, if any, then the summary line, last.
+#[must_use]
+pub fn tree_summary(tally: &Tally, check: bool) -> Vec<String> {
+    let Tally { modules, changed, unchanged, errors, skipped } = tally;
+    let mut lines = Vec::new();
+    if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
+        lines.push(format!(
+            "{NAME}: warning: {n} compressed {} left unchanged: {COMPRESSED_ADVICE}",
+            plural(n, "module")
+        ));
+    }
+    let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", left_alone(*k))).collect();
+    let skipped_total: usize = skipped.values().sum();
+    lines.push(format!(
+        "{NAME}: {modules} {}: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} {}",
+        plural(*modules, "module"),
+        if check { "would change" } else { "changed" },
+        if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
+        plural(*errors, "error"),
+    ));
+    lines
+}
+
+/// The line of a run a signal stopped after `done` of `total` modules.
+#[must_use]
+pub fn interrupted(done: usize, total: usize, changed: usize, check: bool) -> String {
+    let what = if check { "would change" } else { "changed" };
+    format!("{NAME}: interrupted: {done} of {total} done ({changed} {what})")
+}
+
+/// The terminal progress line, drawn over itself (`\r`, erase to the end).
+#[must_use]
+pub fn progress(done: usize, total: usize) -> String {
+    format!("\r{NAME}: {done}/{total}\x1b[K")
+}
+
+/// A usage error; `text` may end in a newline (clap's do).
+#[must_use]
+pub fn usage_error(text: &str) -> String {
+    let text = text.strip_prefix("error: ").unwrap_or(text);
+    if text.ends_with('\n') { format!("{NAME}: error: {text}") } else { format!("{NAME}: error: {text}\n") }
+}
+
+/// What the walk of a directory argument says.
+#[derive(Debug, Clone, Copy)]
+pub enum Walked<'a> {
+    /// No module file below it.
+    Empty,
+    /// A symbolic link not followed (`-v`).
+    Symlink,
+    /// It could not be walked.
+    Failed(&'a std::io::Error),
+}
+
+/// The line for a path met while walking a tree.
+#[must_use]
+pub fn walked(path: &Path, what: Walked<'_>) -> String {
+    let path = path.display();
+    match what {
+        Walked::Empty => format!("{NAME}: {path}: warning: no modules in this tree (*.ko, *.ko.xz, *.ko.zst, *.ko.gz)"),
+        Walked::Symlink => format!("{NAME}: {path}: skipped symlink"),
+        Walked::Failed(e) => format!("{NAME}: {path}: error: cannot walk: {}", crate::error::plain(e)),
+    }
+}
+
+/// The usage errors of the command line as a whole.
+#[derive(Debug, Clone, Copy)]
+pub enum Usage<'a> {
+    /// `--format=json` with `-o -`.
+    JsonAndStdout,
+    /// `--output` with a tree or several files.
+    OutputOfMany,
+    /// `--tree` with a path that is not a directory.
+    NotATree(&'a Path),
+}
+
+/// A usage error of the command line as a whole, as one line.
+#[must_use]
+pub fn usage(what: Usage<'_>) -> String {
+    usage_error(&match what {
+        Usage::JsonAndStdout => {
+            "--format=json writes the reports to stdout: -o - cannot write the module there too".to_string()
+        }
+        Usage::OutputOfMany => "--output takes exactly one input file".to_string(),
+        Usage::NotATree(path) => format!("--tree: {} is not a directory", path.display()),
+    })
 }
 
 /// The `--verbose` lines of a module the rule was applied to, without the
@@ -133,9 +238,11 @@ pub fn summary(report: &Report, would: bool) -> String {
 /// The rule in one phrase, for the summary line.
 #[must_use]
 pub fn describe(rule: &RuleFacts) -> String {
-    match rule.check {
-        Check::MaxOffset => format!("{}, {}, max offset {} ({})", rule.arch, rule.section, rule.max_offset, rule.basis),
-        Check::Contains { before } => format!(
+    match rule.criterion {
+        Criterion::MaxOffset => {
+            format!("{}, {}, max offset {} ({})", rule.arch, rule.section, rule.max_offset, rule.basis)
+        }
+        Criterion::Contains { before } => format!(
             "{}, {}, inside a function symbol, up to {before} bytes before it ({}; the kernel has no \
              FTRACE_MCOUNT_MAX_OFFSET here)",
             rule.arch, rule.section, rule.basis
@@ -261,15 +368,15 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     o.field(
         "rule",
         &rule.map_or("null".into(), |x| {
-            Json::str(match x.check {
-                Check::MaxOffset => "max_offset",
-                Check::Contains { .. } => "in_function",
+            Json::str(match x.criterion {
+                Criterion::MaxOffset => "max_offset",
+                Criterion::Contains { .. } => "in_function",
             })
         }),
     );
     o.field(
         "max_offset",
-        &rule.filter(|x| x.check == Check::MaxOffset).map_or("null".into(), |x| x.max_offset.to_string()),
+        &rule.filter(|x| x.criterion == Criterion::MaxOffset).map_or("null".into(), |x| x.max_offset.to_string()),
     );
     o.field("neutraliser", &rule.map_or("null".into(), |x| Json::str(verb(x.neutraliser))));
     o.field("entries", &r.counts.map_or("null".into(), |c| c.entries.to_string()));

@@ -5,7 +5,7 @@
 
 use crate::decide::Doubt;
 use crate::risk::AtRisk;
-use crate::rule::{Arch, Check, Neutraliser};
+use crate::rule::{Arch, Criterion, Neutraliser};
 
 /// The facts of the rule a module was judged by.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,8 +13,8 @@ pub struct RuleFacts {
     pub arch: Arch,
     /// The callsite section the kernel reads.
     pub section: &'static str,
-    pub check: Check,
-    /// `FTRACE_MCOUNT_MAX_OFFSET` (only meaningful under [`Check::MaxOffset`]).
+    pub criterion: Criterion,
+    /// `FTRACE_MCOUNT_MAX_OFFSET` (only meaningful under [`Criterion::MaxOffset`]).
     pub max_offset: u64,
     pub neutraliser: Neutraliser,
     /// Where the numbers came from (a phrase of the arch table).

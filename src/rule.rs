@@ -146,7 +146,7 @@ impl fmt::Display for Arch {
 /// A kernel release with its stable patch level, as `vermagic` names it.
 ///
 /// The patch level matters: stable kernels take fixes that change whether
-/// zeroing is safe (see [`crate::arch::skips_zero_before_adjust`]). A release string
+/// zeroing is safe (see [`crate::release::skips_zero_before_adjust`]). A release string
 /// that hides it, as Debian bookworm's `6.1.0-57-amd64` does, reads as
 /// patch 0: the oldest kernel of its line, which is the careful reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -188,7 +188,7 @@ impl fmt::Display for Release {
 
 /// The kind of check the kernel makes of each record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
+pub enum Criterion {
     /// `test_for_valid_rec()`: a symbol at most `FTRACE_MCOUNT_MAX_OFFSET`
     /// bytes before the record ip.
     MaxOffset,
@@ -200,12 +200,12 @@ pub enum Check {
     Contains { before: u64 },
 }
 
-impl Check {
+impl Criterion {
     /// Whether the kernel itself rejects what this rule zeroes. Under
-    /// [`Check::Contains`] the kernel keeps every record.
+    /// [`Criterion::Contains`] the kernel keeps every record.
     #[must_use]
-    pub fn kernel_checks(self) -> bool {
-        self == Check::MaxOffset
+    pub fn kernel_enforces(self) -> bool {
+        self == Criterion::MaxOffset
     }
 }
 
@@ -225,7 +225,7 @@ pub enum Adjust {
     /// arm64 and riscv from 6.13 on: the location moves to the patched
     /// instruction, by an amount that depends on the config and on the code
     /// (arm64: +4, or +12 and +16 past a BTI with `CALL_OPS`; riscv +4 or
-    /// +12). Only [`Check::Contains`] rows use it, and they test the
+    /// +12). Only [`Criterion::Contains`] rows use it, and they test the
     /// location itself; what matters is that 0 does not stay 0.
     PatchSite,
 }
@@ -287,7 +287,7 @@ pub enum Region {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub arch: Arch,
-    pub check: Check,
+    pub criterion: Criterion,
     pub section: &'static str,
     pub shape: RelocShape,
     pub max_offset: u64,
@@ -298,8 +298,8 @@ pub struct Rule {
     pub mod_unload: bool,
     /// Where the numbers came from, for `--verbose`.
     pub basis: &'static str,
-    /// The kernel, when it is newer than [`crate::arch::CHECKED_THROUGH`].
-    pub unchecked_release: Option<Release>,
+    /// The kernel, when it is newer than [`crate::release::READ_THROUGH`].
+    pub unread_release: Option<Release>,
     /// The symbol names kallsyms skips.
     pub mapping: Mapping,
     /// The nearest symbol `find_kallsyms_symbol()` finds for an address is

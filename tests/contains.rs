@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The containment rule (`Check::Contains`) on synthetic modules of every
+//! The containment rule (`Criterion::Contains`) on synthetic modules of every
 //! arch it covers: arm64, riscv, s390, loongarch and arm. Each module has
 //! entries inside a sized function, in the patchable area before one, past
 //! every function (an overridden weak body), before any symbol, next to a
@@ -225,7 +225,7 @@ fn old_releases_are_left_alone_with_the_reason() {
         let (after, an) = run(&data, &verbose());
         assert_eq!(after, data, "{vermagic}");
         assert!(
-            matches!(an.outcome, Outcome::Skipped(LeftAlone::NotChecked, ref r) if r.contains(why)),
+            matches!(an.outcome, Outcome::Skipped(LeftAlone::NoRule, ref r) if r.contains(why)),
             "{vermagic}: {:?}",
             an.outcome
         );

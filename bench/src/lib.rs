@@ -45,7 +45,7 @@ pub fn tool_parse(image: &[u8]) -> Res<Option<(ElfInfo, Rule)>> {
     let info = elf::parse_info(image)?;
     match arch::rule_for(image, &info, None, &Overrides::default())? {
         Scope::Act(rule) => Ok(Some((info, rule))),
-        Scope::Unchecked(_) => Ok(None),
+        Scope::NoRule(_) => Ok(None),
     }
 }
 
@@ -72,8 +72,8 @@ pub fn tool_decide(
 pub fn tool_plan(image: &[u8], info: &ElfInfo, rule: &Rule, x: &Extracted<'_>, zero: &[usize]) -> Res<Plan> {
     let symbols = match rule.neutraliser {
         Neutraliser::Drop { .. } if !zero.is_empty() => match elf::table_symbols(image, info, &x.callsite)? {
-            Ok(symbols) => Some(symbols),
-            Err(_) => return Ok(Plan::default()),
+            elf::TableSymbols::Movable(symbols) => Some(symbols),
+            elf::TableSymbols::Pinned(_) => return Ok(Plan::default()),
         },
         _ => None,
     };
@@ -138,16 +138,16 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
     let d = tool_decide(image, &info, &rule, &x, &symbols, &layout);
     p.decide = t.elapsed();
     let t = Instant::now();
-    let plan = tool_plan(image, &info, &rule, &x, &d.zero)?;
+    let plan = tool_plan(image, &info, &rule, &x, &d.dead)?;
     p.plan = t.elapsed();
-    shape.zeroed = d.zero.len();
+    shape.zeroed = d.dead.len();
     shape.doubts = d.doubt.len();
     shape.plan_bytes = plan.writes.iter().map(|w| w.bytes.len()).sum();
     let mut doubt = vec![false; shape.entries];
     for &i in &d.doubt {
         doubt[i] = true;
     }
-    Ok(Some((p, shape, d.zero, doubt)))
+    Ok(Some((p, shape, d.dead, doubt)))
 }
 
 /// Number of entries in the symbol table the callsite relocations use.
