@@ -16,13 +16,7 @@ use zero_weak_mcount::compress::{Format, compress};
 fn check_reads_compressed_and_signed_modules_without_writing() {
     let dir = Scratch::new("audit");
     let original = fs::read(MODULE).unwrap();
-    let processed = {
-        let p = dir.file("processed.ko", &original);
-        assert!(tool(&[p.to_str().unwrap()]).status.success());
-        let bytes = fs::read(&p).unwrap();
-        fs::remove_file(p).unwrap();
-        bytes
-    };
+    let processed = dir.processed_module();
     assert_ne!(processed, original);
     let tree = dir.0.join("lib/modules/7.2.0/kernel");
     fs::create_dir_all(&tree).unwrap();

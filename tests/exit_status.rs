@@ -33,11 +33,7 @@ type Case<'a> = (&'a str, &'a [(&'a str, &'a [u8])], i32, i32);
 fn check_and_write_statuses_agree_in_file_and_tree_mode() {
     let dir = Scratch::new("exit");
     let original = fs::read(MODULE).unwrap();
-    let done = {
-        let p = dir.file("done.ko", &original);
-        assert!(tool(&[p.to_str().unwrap()]).status.success());
-        fs::read(&p).unwrap()
-    };
+    let done = dir.processed_module();
     let garbage: &[u8] = b"not an ELF file";
     let cases: [Case; 5] = [
         ("clean", &[("a.ko", &done)], 0, 0),

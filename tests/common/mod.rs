@@ -309,6 +309,16 @@ impl Scratch {
         p
     }
 
+    /// The bundled module as the tool writes it, processed here in a file
+    /// of its own (removed again), asserting that the run succeeds.
+    pub fn processed_module(&self) -> Vec<u8> {
+        let p = self.file("processed.ko", &fs::read(MODULE).unwrap());
+        assert!(tool(&[p.to_str().unwrap()]).status.success());
+        let bytes = fs::read(&p).unwrap();
+        fs::remove_file(p).unwrap();
+        bytes
+    }
+
     /// Names in the directory, sorted (to spot leftover temporary files).
     pub fn names(&self) -> Vec<String> {
         let mut v: Vec<String> =
