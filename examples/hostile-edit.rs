@@ -65,11 +65,7 @@ fn section<'a>(info: &'a ElfInfo, name: &str) -> Result<(usize, &'a Section)> {
 
 /// The relocation section that applies to section `target`.
 fn relocs_for(info: &ElfInfo, target: usize) -> Result<(usize, &Section)> {
-    let mut it = info
-        .sections
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == target);
+    let mut it = info.relocation_sections_for(target);
     match (it.next(), it.next()) {
         (Some(r), None) => Ok(r),
         _ => Err(format!("section {} has not exactly one relocation section", info.sections[target].name)),

@@ -48,6 +48,12 @@ impl Section {
         self.flags & mask == mask
     }
 
+    /// A relocation section (`SHT_REL` or `SHT_RELA`).
+    #[must_use]
+    pub fn is_relocation(&self) -> bool {
+        self.sh_type == elf::SHT_REL || self.sh_type == elf::SHT_RELA
+    }
+
     /// The bytes this section occupies in the file, if any.
     #[must_use]
     pub fn file_range(&self) -> Option<(u64, u64)> {
@@ -91,6 +97,13 @@ impl ElfInfo {
     #[must_use]
     pub fn alloc_section(&self, name: &str) -> Option<usize> {
         self.sections.iter().position(|s| s.is_alloc() && s.name == name)
+    }
+
+    /// The relocation sections that apply to section `target` (their
+    /// `sh_info`), with their indices: `apply_relocations()` in
+    /// kernel/module/main.c applies each to the section its `sh_info` names.
+    pub fn relocation_sections_for(&self, target: usize) -> impl Iterator<Item = (usize, &Section)> {
+        self.sections.iter().enumerate().filter(move |(_, s)| s.is_relocation() && s.info as usize == target)
     }
 
     #[must_use]
@@ -532,13 +545,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
     shape: RelocShape,
 ) -> Result<RelocSection, Error> {
     let cs = &info.sections[callsite];
-    let relsecs: Vec<usize> = info
-        .sections
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| (s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA) && s.info as usize == callsite)
-        .map(|(i, _)| i)
-        .collect();
+    let relsecs: Vec<usize> = info.relocation_sections_for(callsite).map(|(i, _)| i).collect();
     let index = match relsecs.as_slice() {
         [] => {
             return Ok(RelocSection::None(Extraction::NoRelocations(format!(
@@ -973,8 +980,7 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
         out.push(TableSymbol { value_field, value: sym.st_value(endian).into() });
     }
     for (i, s) in info.sections.iter().enumerate() {
-        let rel = s.sh_type == elf::SHT_REL || s.sh_type == elf::SHT_RELA;
-        if i == callsite.reloc_section || !rel || s.link as usize != symtab_index {
+        if i == callsite.reloc_section || !s.is_relocation() || s.link as usize != symtab_index {
             continue;
         }
         let header = table.section(object::SectionIndex(i)).map_err(malformed)?;
