@@ -15,7 +15,8 @@
 # OLD_BIN defaults to a release build of $ZWM_SAME_AS (9ddd1e7) in a
 # worktree under $ZWM_CACHE; NEW_BIN to this tree's release build. The
 # Debian modules come from the shared cache (scripts/fetch-debian-kernel.sh).
-# Exit 0 when every case matches, 1 naming each case that does not.
+# Exit 0 when every case matches and the negative control (each case's
+# output altered by one byte) is told apart; 1 naming each case that is not.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -99,6 +100,23 @@ module rvu_nicpf-arm64 "$debian/sid-arm64/7.2.13+deb14-arm64/root/usr/lib/module
 for t in sid-amd64 sid-arm64; do
 	[ -n "${ZWM_SAME_QUICK:-}" ] || echo "$t summary: $(tail -1 "$work/new/$t/stderr") (exit $(cat "$work/new/$t/status"))"
 done
+
+# Negative control: each case again with one zero byte added to the module
+# it wrote, and with one line added to its stderr; the comparison must tell
+# every one of them from the old tool's.
+cases=0 caught=0
+for dir in "$work"/new/*/; do
+	name=$(basename "$dir")
+	for alter in out.ko stderr; do
+		[ -f "$dir/$alter" ] || continue
+		rm -rf "$work/neg" && cp -r "$dir" "$work/neg"
+		printf '\0' >>"$work/neg/$alter"
+		cases=$((cases + 1))
+		diff -r "$work/old/$name" "$work/neg" >/dev/null || caught=$((caught + 1))
+	done
+done
+echo "negative control: $caught of $cases altered outputs (one byte more in out.ko or stderr) differ"
+[ "$caught" = "$cases" ] && [ "$cases" -gt 0 ] || failed=1
 
 if [ $failed = 0 ]; then
 	echo "same-output: $new matches $old ($rev)"
