@@ -45,7 +45,9 @@
 # 10, 40 timed loads per case; ppc64le: 1 and 5), WORK
 # ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e (x86_64 on 7.2), with
 # -ARCH, -REL and -SUITE appended for another arch, release or --suite.  Builds are incremental.  Environment: ZWM_JOBS (make
-# -j, default nproc+1), ZWM_NICE (niceness of the builds, default 0), ZWM
+# -j, default nproc+1), ZWM_NICE (added to the niceness the script runs at,
+# as `nice -n` adds, up to 19; default 0: the builds keep the caller's
+# niceness, so under an outer `nice` leave it unset), ZWM
 # (the tool; default a fresh cargo build --release), ZWM_SERIES (the folder
 # of the series' NNNN-*.patch files, default kernel/), ZWM_BUILD_LOCK (a
 # lock file every make of a kernel tree holds, for a shared machine).
