@@ -1,29 +1,39 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# kernel-bench.sh — module load cost on four kernels side by side.
+# kernel-bench.sh — module load cost on kernels side by side.
 #
-#   scripts/kernel-bench.sh [--amdgpu] [--boot-only] [--rounds N] [--loads N] [--sizes "N..."] [--work DIR]
+#   scripts/kernel-bench.sh [--amdgpu] [--boot-only] [--v2 DIR] [--kernels "NAME..."]
+#                           [--rounds N] [--loads N] [--sizes "N..."] [--work DIR]
 #
-# Four x86_64 7.2 kernels, built from the series tree of scripts/kernel-e2e.sh
+# x86_64 7.2 kernels, built from the series tree of scripts/kernel-e2e.sh
 # (same config, same struct module, same vermagic, so every module loads
-# into every kernel) and differing only in kernel/trace/ftrace.c (KERNELS
-# below: the ftrace.c each starts from, and the patch applied to it):
+# into every kernel) and differing only in the three files the candidates
+# change, include/linux/module.h, kernel/module/kallsyms.c and
+# kernel/trace/ftrace.c (KERNELS below: the three files each starts from,
+# and a patch applied to its ftrace.c):
 #   stock  7.2's own: test_for_valid_rec() on every record, a scan of the
 #          module's whole symbol table per record;
 #   v1     stock, but that check answered by a binary search over the
 #          module's symbol addresses, sorted once per load (v1.patch);
+#   v2     with --v2 DIR: 7.2's files with the posted "ftrace: Drop weak
+#          function locations of modules when loading them" v2 applied, its
+#          NNNN-*.patch files in DIR as saved from the list (they are not in
+#          this repository, and are applied, never copied);
 #   ours   the series;
 #   floor  no weak handling at all (floor.patch): unsafe, never shipped,
 #          but no weak handling can load faster.
-# The posted "ftrace: Drop weak function locations of modules when loading
-# them" v2 changes include/linux/module.h and kernel/module/kallsyms.c as
-# well, so it cannot be one more ftrace.c here; bench/kernel-pass --v2 runs
-# its code itself (docs/kernel-bench.md).
-# All four get time.patch, which prints what ftrace costs each load
+# --kernels picks some of them (default: all, v2 only with --v2); stock, ours
+# and floor (the negative control) are always needed by report.py.
+# All get time.patch, which prints what ftrace costs each load
 # (ftrace_module_init() and ftrace_module_enable(), in ns).  Each is an
-# incremental rebuild of the series object tree; the series ftrace.c and
-# main.c are put back on exit.  The patches come from ZWM_BENCH_PATCHES
-# (default scripts/kernel-bench/).
+# incremental rebuild of the series object tree; the series' files and
+# main.c are put back on exit.  module.h keeps the series tree's mtime
+# whichever kernel's copy is in place: every candidate adds only
+# declarations there (v2 also an inline stub for kernels without kallsyms,
+# which this config is not), so no other object's code depends on which
+# copy it is, and the objects that include it are not all rebuilt for each
+# kernel; kallsyms.c and ftrace.c, which do change, are recompiled.  The
+# patches come from ZWM_BENCH_PATCHES (default scripts/kernel-bench/).
 #
 # Modules, each unchecked (as built), processed (the tool with the tree's
 # config) and stripped (unchecked, then strip --strip-debug, as
@@ -58,7 +68,7 @@ HERE=$REPO/scripts/kernel-bench
 PROG=kernel-bench DIE_STATUS=2
 . "$REPO/scripts/lib.sh"
 
-rounds=3 loads=5 sizes="1000 2000 4000 8000 17000" amdgpu=0 boot_only=0
+rounds=3 loads=5 sizes="1000 2000 4000 8000 17000" amdgpu=0 boot_only=0 v2='' kernels=''
 cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-bench
 while [ $# -gt 0 ]; do
@@ -69,20 +79,30 @@ while [ $# -gt 0 ]; do
         --loads) loads=$2; shift 2;;
         --sizes) sizes=$2; shift 2;;
         --work) work=$2; shift 2;;
+        --v2) v2=$(cd "$2" && pwd) || die "no folder $2"; shift 2;;
+        --kernels) kernels=$2; shift 2;;
         *) arg_error "$1";;
     esac
 done
 [ $amdgpu = 0 ] || work=$work-amdgpu
 mkdir -p "$work"/{kernels,modules,boots}
 
-# The kernels: name | the ftrace.c it starts from | the patch applied to it
+# The kernels: name | the files it starts from | the patch applied to its ftrace.c
 KERNELS="
 stock  stock   -
 v1     stock   v1.patch
+v2     v2      -
 floor  series  floor.patch
 ours   series  -
 "
-kernels=$(awk 'NF {printf "%s ", $1}' <<<"$KERNELS")
+[ -n "$kernels" ] || kernels=$(awk -v v2="$v2" 'NF && ($1 != "v2" || v2 != "") {printf "%s ", $1}' <<<"$KERNELS")
+for k in $kernels; do
+    awk -v k="$k" '$1 == k {f = 1} END {exit !f}' <<<"$KERNELS" || die "unknown kernel $k"
+    [ "$k" != v2 ] || [ -n "$v2" ] || [ $boot_only = 1 ] || die "the v2 kernel needs --v2 DIR"
+done
+for k in stock ours floor; do
+    [[ " $kernels " = *" $k "* ]] || die "--kernels must name stock, ours and floor (report.py compares with them)"
+done
 m=$work/modules
 declare -A gen_secs
 
@@ -116,40 +136,70 @@ fi
 
 # --- the kernels -------------------------------------------------------------------
 bp=${ZWM_BENCH_PATCHES:-$HERE}
-ft=$src/kernel/trace/ftrace.c mc=$src/kernel/module/main.c
+# The files the kernels differ in; main.c gets time.patch in all of them.
+files=(include/linux/module.h kernel/module/kallsyms.c kernel/trace/ftrace.c)
+mc=$src/kernel/module/main.c mh=$src/include/linux/module.h
+# module.h keeps this mtime whichever copy is in place (see the top).
+mh_time=$(stat -c %Y "$mh")
 v=$work/variants
-rm -rf "$v"; mkdir -p "$v/tree/kernel/trace" "$v/tree/kernel/module"
-# From the tarball and the series, not from the tree, which an interrupted
-# run may have left holding a variant.
-tar -xJf "$tarball" -O linux-source-7.2/kernel/trace/ftrace.c > "$v/base-stock.c"
-tar -xJf "$tarball" -O linux-source-7.2/kernel/module/main.c > "$v/tree/kernel/module/main.c"
-cp "$v/base-stock.c" "$v/tree/kernel/trace/ftrace.c"
-(cd "$v/tree" && git apply --include=kernel/trace/ftrace.c --include=kernel/module/main.c "${PATCHES[@]}") ||
-    die "the series does not apply to ftrace.c and main.c"
-cp "$v/tree/kernel/trace/ftrace.c" "$v/base-series.c"
-cp "$v/tree/kernel/module/main.c" "$v/main.series.c"
+rm -rf "$v"; mkdir -p "$v/orig"
+# The three files and main.c from the tarball, not from the tree, which an
+# interrupted run may have left holding a variant.
+tar -xJf "$tarball" -C "$v/orig" --strip-components=1 "${files[@]/#/linux-source-7.2/}" \
+    linux-source-7.2/kernel/module/main.c
+# base NAME PATCH...: those files with PATCH... applied, in $v/base-NAME.
+base() {
+    local name=$1 t=$v/base-$1
+    shift
+    cp -r "$v/orig" "$t"
+    [ $# = 0 ] || (cd "$t" && git apply "${files[@]/#/--include=}" --include=kernel/module/main.c "$@") ||
+        die "the $name patches do not apply to ${files[*]}"
+}
+base stock
+base series "${PATCHES[@]}"
+if [[ " $kernels " = *" v2 "* ]]; then
+    # shellcheck disable=SC2010 # git format-patch names: NNNN-subject.patch; 0000 is a cover letter
+    mapfile -t v2p < <(ls "$v2"/[0-9][0-9][0-9][0-9]-*.patch | grep -v '/0000-[^/]*$')
+    [ ${#v2p[@]} -gt 0 ] || die "no NNNN-*.patch in $v2"
+    # Everything v2 changes must be in the files the kernels differ in.
+    while read -r f; do
+        [[ " ${files[*]} " = *" $f "* ]] || die "v2 changes $f, which the bench does not carry"
+    done < <(sed -n 's|^+++ b/||p' "${v2p[@]}" | sort -u)
+    base v2 "${v2p[@]}"
+fi
+cp "$v/base-series/kernel/module/main.c" "$v/main.series.c"
 cp "$v/main.series.c" "$v/main.bench.c"
 patch -s "$v/main.bench.c" "$bp/time.patch" || die "$bp/time.patch does not apply to main.c"
-while read -r k base p; do
-    [ -n "$k" ] || continue
-    cp "$v/base-$base.c" "$v/$k.c"
-    [ "$p" = - ] || patch -s "$v/$k.c" "$bp/$p" || die "$bp/$p does not apply"
+for f in "${files[@]}"; do cp "$v/base-series/$f" "$v/series.$(basename "$f")"; done
+while read -r k b p; do
+    [ -n "$k" ] && [ -d "$v/base-$b" ] || continue
+    for f in "${files[@]}"; do mkdir -p "$v/$k/$(dirname "$f")"; cp "$v/base-$b/$f" "$v/$k/$f"; done
+    [ "$p" = - ] || patch -s "$v/$k/kernel/trace/ftrace.c" "$bp/$p" || die "$bp/$p does not apply"
 done <<<"$KERNELS"
+# put FILE-IN-TREE COPY: the copy into the tree if it differs; a .c file
+# gets a new mtime (so it is compiled again), module.h keeps mh_time.
+put() {
+    cmp -s "$2" "$1" && return 0
+    cp "$2" "$1"
+    case "$1" in *.h) touch -d "@$mh_time" "$1";; *) touch "$1";; esac
+}
 restore() {
-    # Back to the series files, with a new mtime so that the next build
-    # recompiles what a variant left in ftrace.o and main.o.
-    cmp -s "$v/base-series.c" "$ft" || { cp "$v/base-series.c" "$ft"; touch "$ft"; }
-    cmp -s "$v/main.series.c" "$mc" || { cp "$v/main.series.c" "$mc"; touch "$mc"; }
+    # Back to the series files; what a variant left in ftrace.o, kallsyms.o
+    # and main.o is compiled again at the next build.
+    local f
+    for f in "${files[@]}"; do put "$src/$f" "$v/series.$(basename "$f")"; done
+    put "$mc" "$v/main.series.c"
 }
 trap restore EXIT
 for k in $kernels; do
-    stamp=$(cat "$v/$k.c" "$v/main.bench.c" "$obj/.config" "${PATCHES[@]}" | sha256sum | cut -d' ' -f1)
+    stamp=$(cat "$v/$k"/include/linux/module.h "$v/$k"/kernel/module/kallsyms.c "$v/$k"/kernel/trace/ftrace.c \
+        "$v/main.bench.c" "$obj/.config" "${PATCHES[@]}" | sha256sum | cut -d' ' -f1)
     if [ -f "$work/kernels/$k.stamp" ] && [ "$(cat "$work/kernels/$k.stamp")" = "$stamp" ] &&
         [ -f "$work/kernels/$k.bzImage" ]; then
         continue
     fi
-    cmp -s "$v/$k.c" "$ft" || cp "$v/$k.c" "$ft"
-    cmp -s "$v/main.bench.c" "$mc" || cp "$v/main.bench.c" "$mc"
+    for f in "${files[@]}"; do put "$src/$f" "$v/$k/$f"; done
+    put "$mc" "$v/main.bench.c"
     log "building the $k kernel (incremental; log in $work/kernels/$k.log)"
     build_kernel "the $k kernel" "$work/kernels/$k.log" -C "$src" O="$obj" ARCH=x86_64 bzImage
     cp "$obj/arch/x86/boot/bzImage" "$work/kernels/$k.bzImage"

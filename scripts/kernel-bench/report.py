@@ -6,7 +6,8 @@
 
 Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh
 with payload loads.sh
-and a file `kernel` naming the kernel (stock, v1, ours, floor).  For
+and a file `kernel` naming the kernel (stock, v1, v2, ours, floor; v1 and
+v2 may be absent).  For
 every kernel and case it reports the load time (median and interquartile
 range over every load of every boot, from printk timestamps), what ftrace
 itself cost each load (the "ftrace-bench:" lines of time.patch:
@@ -20,8 +21,9 @@ line per kernel, for the unchecked and the processed generated modules).
 Expected, and checked (exit 1 otherwise): every insmod and rmmod succeeded;
 stock lists invalid lines for kvm-unchecked (else nothing is measured); v1,
 which only answers stock's check faster, lists exactly stock's lines; ours
-lists 0 invalid lines for every case, with valid lines equal to
-stock's; neither WARNs; floor, which skips all weak handling,
+and v2 (the posted v2, which drops the weak locations too) list 0 invalid
+lines for every case, with valid lines equal to stock's; none of v1, v2
+and ours WARNs; floor, which skips all weak handling,
 lists the weak records (an invalid line or a WARN) for kvm-unchecked: the
 negative control that the cases really contain weak locations.
 """
@@ -33,8 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
 import guest  # noqa: E402
 
-KERNELS = ["stock", "v1", "ours", "floor"]
-COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "ours": "#1f77b4", "floor": "#7f7f7f"}
+KERNELS = ["stock", "v1", "v2", "ours", "floor"]
+REQUIRED = ["stock", "ours", "floor"]
+COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "v2": "#2ca02c", "ours": "#1f77b4", "floor": "#7f7f7f"}
 
 
 BENCH = re.compile(r"ftrace-bench: \S+ init_ns=(\d+) enable_ns=(\d+)")
@@ -69,11 +72,11 @@ def stats(ms):
     return guest.summary(ms)[:3]
 
 
-def svg(path, sizes, med):
+def svg(path, sizes, med, kernels):
     """Load time against functions, log-log, one line per kernel."""
     import math
     xs = sorted(sizes)
-    pts = [v for k in KERNELS for kind in ("unchecked", "processed") for n in xs
+    pts = [v for k in kernels for kind in ("unchecked", "processed") for n in xs
            if (v := med.get((k, f"gen{n}-{kind}"))) is not None]
     if not xs or not pts:
         return
@@ -96,7 +99,7 @@ def svg(path, sizes, med):
         out.append(f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle">{n}</text>')
     out.append(f'<text x="{(L + W - R) / 2}" y="{H - 12}" text-anchor="middle">functions in the module '
                '(about 3 symbols each, 1 % weak)</text>')
-    for i, k in enumerate(KERNELS):
+    for i, k in enumerate(kernels):
         for kind, dash in (("unchecked", ""), ("processed", ' stroke-dasharray="6 4"')):
             p = [(X(n), Y(v)) for n in xs if (v := med.get((k, f"gen{n}-{kind}"))) is not None]
             if len(p) > 1:
@@ -115,6 +118,10 @@ def main():
     work, sizes_tsv, dirs = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
     boots = [parse(Path(d)) for d in dirs]
     fails, times, aff, warns = [], collections.defaultdict(list), {}, collections.defaultdict(list)
+    booted = {b["kernel"] for b in boots}
+    fails += [f"{b['kernel']}: not a kernel of the bench" for b in boots if b["kernel"] not in KERNELS]
+    fails += [f"no boot of {k}" for k in REQUIRED if k not in booted]
+    kernels = [k for k in KERNELS if k in booted]
     fns = collections.defaultdict(list)
     for b, d in zip(boots, dirs):
         k = b["kernel"]
@@ -134,7 +141,7 @@ def main():
     if not listed:
         fails.append("no boot listed any case: nothing was measured")
     for case in listed:
-        for k in KERNELS:
+        for k in kernels:
             if not times.get((k, case)):
                 fails.append(f"{k}/{case}: no timed load")
     cases = sorted({c for _, c in times}, key=lambda c: (not c.startswith("kvm"), int(re.sub(r"\D", "", c) or 0), c))
@@ -142,18 +149,18 @@ def main():
 
     for case in cases:
         base = aff.get(("stock", case))
-        for k in KERNELS:
+        for k in kernels:
             a = aff.get((k, case))
             if a is None:
                 fails.append(f"{k}/{case}: no listing")
                 continue
             if k == "v1" and base and a != base:
                 fails.append(f"v1/{case}: {a[0]} lines, {a[1]} invalid, not stock's {base[0]} and {base[1]}")
-            if k == "ours" and base:
+            if k in ("ours", "v2") and base:
                 if a[1] or a[2] != base[2]:
                     fails.append(f"{k}/{case}: {a[1]} invalid lines, valid lines "
                                  f"{'equal to' if a[2] == base[2] else 'differ from'} stock's")
-    for k in ("v1", "ours"):
+    for k in ("v1", "v2", "ours"):
         if warns[k]:
             fails.append(f"{k}: {warns[k][0]}")
     if not aff.get(("stock", "kvm-unchecked"), (0, 0))[1]:
@@ -166,7 +173,7 @@ def main():
             "| lines | invalid | valid = stock's |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for case in cases:
-        for k in KERNELS:
+        for k in kernels:
             ms = times.get((k, case))
             if not ms:
                 continue
@@ -184,9 +191,9 @@ def main():
             rows.append(f"| {case} | {k} | {len(ms)} | {m:.1f} | {q1:.1f}-{q3:.1f} | {vs_stock:.2f}x faster | "
                         f"{100 * (vs_floor - 1):+.1f} % | {f_us} | {a[0]} | {a[1]} | {same} |")
     rows += ["", "WARN / taint per kernel: " + "; ".join(
-        f"{k}: {len(warns[k])} bad dmesg lines" + (f" ({warns[k][0]})" if warns[k] else "") for k in KERNELS)]
+        f"{k}: {len(warns[k])} bad dmesg lines" + (f" ({warns[k][0]})" if warns[k] else "") for k in kernels)]
     sizes = [int(re.sub(r"\D", "", c)) for c in cases if c.startswith("gen") and c.endswith("-unchecked")]
-    svg(work / "curve.svg", sizes, med)
+    svg(work / "curve.svg", sizes, med, kernels)
     header = (work / "header.md").read_text() if (work / "header.md").exists() else ""
     text = header + "\nModule sizes:\n\n```\n" + sizes_tsv.read_text() + "```\n\n" + "\n".join(rows) + "\n"
     return guest.verdict(work / "report.md", text, fails, "kernel-bench")
