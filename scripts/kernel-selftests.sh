@@ -6,7 +6,7 @@
 #
 #   scripts/kernel-selftests.sh [--work DIR] [--forms "stock processed unchecked stripped"]
 #                               [--suites "preload ftrace livepatch probes"] [--jobs N]
-#                               [--module-tests-only "FORM..."] [--no-build] [--report-only]
+#                               [--module-tests-only "FORM..." [--cases "TEST..."]] [--no-build] [--report-only]
 #                               [--weak "stock stock-processed series"]
 #
 # The kernels are kernel-e2e's x86_64 pair (`kernel-e2e.sh --build-only`),
@@ -51,7 +51,9 @@
 # only them.
 # --module-tests-only FORM...: in those forms ftracetest runs only its
 # module tests (MODULE_TESTS below), for time: a whole ftracetest run takes
-# most of an hour of TCG.
+# most of an hour of TCG.  --cases TEST... runs those ftracetest cases there
+# instead: to boot a case again whose verdict differed between the kernels,
+# and see whether it follows the kernel or the host's load.
 # --jobs N boots N guests at once (default 1: every boot has a host core to
 # itself, as the timing-sensitive tests expect); --no-build boots the
 # kernels as they are, without kernel-e2e.sh --build-only (while another job
@@ -83,6 +85,7 @@ while [ $# -gt 0 ]; do
         --suites) suites=$2; shift 2;;
         --jobs) jobs=$2; shift 2;;
         --module-tests-only) subset_forms=$2; shift 2;;
+        --cases) MODULE_TESTS=$2; shift 2;;
         --weak) weak=$2; shift 2;;
         --report-only) report_only=1; shift;;
         --no-build) build=0; shift;;
