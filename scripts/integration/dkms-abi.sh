@@ -3,33 +3,9 @@
 # Two kernel ABIs, real DKMS packages and the tool's .deb in a clean Debian
 # trixie root (mmdebstrap, trixie and trixie-backports): since trixie each
 # ABI has its own linux-kbuild-ABI package, so every new headers package
-# must be hooked as it is installed, and its hook removed with it.
-#
-#   0. the tool's .deb installed with apt: /etc/kernel/header_postinst.d/
-#      50-zero-weak-mcount is a conffile; --status finds no headers tree;
-#   1. a DKMS source of testdata/zwm_test (AUTOINSTALL=yes: a module with
-#      two overridden __weak functions, so "processed" is measurable) is
-#      added before any kernel;
-#   2. headers A (trixie's linux-headers-amd64, 6.12): the headers' own
-#      postinst hooks them (before DKMS's hook in the same directory), the
-#      dpkg diversion exists, and DKMS's autoinstall for A builds zwm_test
-#      with a "ZWM [M]" line; `zero-weak-mcount --check` on the installed
-#      module finds nothing to do;
-#   3. acpi-call-dkms (Debian's package; trixie's v4l2loopback-dkms 0.15.0
-#      does not compile against 7.3) builds for A with a "ZWM [M]"
-#      line (it has no overridden weak function, so --check has nothing to
-#      do on it with or without the hook: the log line is the evidence);
-#   4. headers B (trixie-backports' linux-headers-amd64, the newest 7.x):
-#      hooked, and DKMS's autoinstall for B builds both modules, processed;
-#   5. A purged (headers, -common, kbuild, image): no diversion, no file of
-#      the hook left for A (the dpkg trigger's --sweep); B still hooked;
-#   6. NEGATIVE CONTROL: the tool's package removed (not purged, so the
-#      header_postinst.d conffile stays): B is unhooked, dpkg --verify
-#      clean; headers A installed again: DKMS builds both modules for A
-#      without a "ZWM" line and --check (the tool from the .deb, run from a
-#      scratch copy) says zwm_test.ko would change: exit 1, and its JSON
-#      report has status would_change and 2 weak entries;
-#   7. the tool purged: its conffile gone, no diversion left.
+# must be hooked as it is installed, and its hook removed with it.  The
+# steps 0-7 below, with the tool's removal as the negative control, are
+# docs/kbuild.md's table ("Every ABI hooked, every removal clean").
 #
 # Usage: scripts/integration/dkms-abi.sh [--deb FILE] [--keep]
 #   --deb FILE  the tool's .deb to test (default: built here, as

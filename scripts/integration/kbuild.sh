@@ -1,40 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The Kbuild hook against the real Kbuild files of three kernel releases:
-# one table, one sequence of checks.
-#
-#   release  suite      Kbuild files (Debian)                 how the module is linked
-#   6.1      kbuild     the host's linux-headers-KVER         a real `make -C HEADERS M=DIR modules`
-#                       (bookworm; no vmlinux: BTF skipped)
-#   6.12     kbuild612  trixie's linux-kbuild-6.12 + headers  6.12's own hooked Makefile.modfinal, run as
-#                       (a vmlinux: the BTF step runs)        its top Makefile runs it for M= (cwd =
-#                                                             objtree, modules named by $(extmod_prefix))
-#   7.2      kbuild72   sid's linux-kbuild-7.2 + headers      7.2's, likewise (cwd = the module folder,
-#                       (BTF off but for one run)             objtree = the headers)
-#
+# one table (below), one sequence of checks (numbered in the code).  What
+# each release's files are, how its module is linked and what the sequence
+# proves, with its negative control: docs/kbuild.md, "Headers trees".
 # trixie's and sid's headers want a newer gcc and glibc than bookworm has,
-# so for 6.12 and 7.2 zwm_test.o and zwm_test.mod.o are compiled against
-# the 6.1 headers and only modfinal runs (make -o keeps the objects): the
-# link (ld -r with the release's module.lds), the BTF step (pahole with the
-# flags 6.12 and 7.2 give bookworm's pahole 1.24, --btf_gen_floats; a
-# stand-in for resolve_btfids, whose Debian build needs glibc 2.38:
-# zwm_test has no .BTF_ids), the hook and the tool are real.
-#
-# Every release: the installer puts the two lines where they belong and
-# takes them out byte for byte; the step switched off leaves the module
-# unprocessed (the control) and switched on relinks and processes it, byte
-# for byte as the tool by hand; a hooked link prints "ZWM [M]" after LD and
-# BTF; the stamp lands in the module folder, never in the headers; no
-# change does nothing; a touched input, V=1 (the command, no -v), make -s
-# (silence), new flags, a new tool version (with parentheses and shell
-# syntax in it: data, never run) relink, rerun the BTF step and the tool;
-# a missing tool fails before any link, a failing one deletes the module.
-# 6.1 and 6.12 keep the negative control: 8f72ccd's snippet relinks an
-# upgrade without the BTF step and breaks on parentheses.  6.1 also checks
-# --dry-run on the host's headers and CONFIG_WERROR; 6.12 and 7.2 the
-# --section choice (-DCC_USING_PATCHABLE_FUNCTION_ENTRY, which an M= build
-# cannot set on the command line) and the release warning, as their
-# modules come from 6.1.
+# so for 6.12 and 7.2 the objects come from the 6.1 headers and only
+# modfinal runs (make -o keeps them): the link, the BTF step (bookworm's
+# pahole 1.24; a stand-in for resolve_btfids, whose Debian build needs
+# glibc 2.38: zwm_test has no .BTF_ids), the hook and the tool are real.
 #
 # Usage: kbuild.sh 6.1|6.12|7.2     (run by scripts/integration-test.sh)
 # Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT, and ZWM_HDR for 6.1
@@ -106,15 +80,21 @@ esac
 # to <headers>/tools/zero-weak-mcount/, where the snippet looks first): it
 # logs each processing call to $W/calls.log and runs the real tool.
 # ZWM_FAKE_VERSION makes it report another version, like an upgraded tool.
+# Called as zwm-args it only logs its arguments to $W/args.log; as
+# zwm-failing it fails.
 cat >"$W/zwm" <<EOF
 #!/bin/sh
-case "\$1" in
---version) [ -n "\${ZWM_FAKE_VERSION:-}" ] && { echo "zero-weak-mcount \$ZWM_FAKE_VERSION"; exit 0; } ;;
+case "\$1|\$0" in
+--version*) [ -n "\${ZWM_FAKE_VERSION:-}" ] && { echo "zero-weak-mcount \$ZWM_FAKE_VERSION"; exit 0; } ;;
+*-args) printf '%s\n' "\$*" >>"$W/args.log"; exit 0 ;;
+*-failing) echo "zwm-failing: simulated failure" >&2; exit 1 ;;
 *) printf '%s\n' "\$*" >>"$W/calls.log" ;;
 esac
 exec "$ZWM_TOOL" "\$@"
 EOF
 chmod +x "$W/zwm"
+ln -s zwm "$W/zwm-args"
+ln -s zwm "$W/zwm-failing"
 calls() { wc -l <"$W/calls.log"; }
 
 # --- the installer ------------------------------------------------------------------
@@ -370,12 +350,6 @@ else
 	# 10. the callsite section follows include/linux/ftrace.h: a stub tool
 	# logs its arguments when KBUILD_CPPFLAGS (arm64, riscv, loongarch,
 	# powerpc) or KBUILD_CFLAGS (parisc) carries -DCC_USING_PATCHABLE_FUNCTION_ENTRY
-	cat >"$W/zwm-args" <<EOF
-#!/bin/sh
-[ "\$1" = --version ] && exec "$ZWM_TOOL" --version
-printf '%s\n' "\$*" >>"$W/args.log"
-EOF
-	chmod +x "$W/zwm-args"
 	kb pfe1 ZERO_WEAK_MCOUNT="$W/zwm-args" KBUILD_CPPFLAGS="-D__KERNEL__ -DCC_USING_PATCHABLE_FUNCTION_ENTRY" || fail "PFE run (CPPFLAGS) failed"
 	touch_later "$input" # same recorded command as pfe1: only a newer input reruns it
 	kb pfe2 ZERO_WEAK_MCOUNT="$W/zwm-args" KBUILD_CFLAGS="-O2 -DCC_USING_PATCHABLE_FUNCTION_ENTRY" || fail "PFE run (CFLAGS) failed"
@@ -403,13 +377,6 @@ rc2=0; kb missing2 ZERO_WEAK_MCOUNT=/nonexistent/zero-weak-mcount || rc2=$?
 ok "$rel ZERO_WEAK_MCOUNT=/nonexistent/...: make exits $rc with the error above before linking (the processed .ko is left as it was), a rerun fails again"
 
 # 12. a tool that fails fails the build, and the .ko goes (.DELETE_ON_ERROR)
-cat >"$W/zwm-failing" <<EOF
-#!/bin/sh
-[ "\$1" = --version ] && exec "$ZWM_TOOL" --version
-echo "zwm-failing: simulated failure" >&2
-exit 1
-EOF
-chmod +x "$W/zwm-failing"
 rc=0; kb failing ZERO_WEAK_MCOUNT="$W/zwm-failing" || rc=$?
 [ "$rc" != 0 ] || fail "a failing tool did not fail the build"
 grep -q 'simulated failure' "$W/failing.err" || fail "the tool's error did not reach stderr"
