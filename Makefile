@@ -218,7 +218,7 @@ dkms-abi:
 # Not part of check: --check over whole Debian module trees, with and
 # without their config (docs/trees.md); a cold cache downloads about 1 GB.
 tree-check: build
-	scripts/tree-check.sh
+	scripts/tree-check.py
 
 # Not part of check: fprobe, BPF fentry and livepatch on the functions that
 # precede dead weak bodies, stock module vs processed, on stock Debian
