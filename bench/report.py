@@ -157,12 +157,11 @@ if os.path.exists(path):
 tr = hf("tree.json")
 tx = hf("tree-xz.json")
 if tr:
-    native = open(os.path.join(R, "tree-mode.txt")).read().strip() == "1"
     size = int(open(os.path.join(R, "tree-bytes.txt")).read())
     readb = int(open(os.path.join(R, "tree-readbytes.txt")).read())
     j1, j2 = tr["tool-j1"], tr["tool-j2"]
     print(f"\n== Whole tree: {size / 2**20:.0f} MiB of modules, {readb / 2**20:.0f} MiB that the tool must read "
-          f"({'tree mode -j N' if native else 'xargs -n 64 -P N, tree mode not in the binary yet'}) ==")
+          "(the tool's tree mode, -j N) ==")
     rows = []
     for k in ("tool-j1", "tool-j2", "readlimit-j1", "cat-j1", "cat-j2"):
         if k in tr:
@@ -185,7 +184,7 @@ if tr:
     c1 = tr["cat-j1"]
     target("tree: tool -j1 faster than cat -j1 (wall; cpu)", j1[0] < c1[0] and j1[2] < c1[2],
            f"cat/tool = {c1[0] / j1[0]:.2f}; {c1[2] / j1[2]:.2f}", "> 1")
-    target("tree: -j2 >= 1.6x faster than -j1" + ("" if native else " (xargs -P)"), j1[0] / j2[0] >= 1.6,
+    target("tree: -j2 >= 1.6x faster than -j1", j1[0] / j2[0] >= 1.6,
            f"{j1[0] / j2[0]:.2f}x (cpu -j2/-j1 {j2[2] / j1[2]:.2f})", ">= 1.6x")
     target("tree: tool -j1 / read limit -j1", None, ratio(j1, tr["readlimit-j1"]), "-")
     if "xz-d-j1" in tx:

@@ -147,26 +147,14 @@ if [ -n "$AMDGPU" ]; then
 fi
 
 # --- 4. the whole tree ------------------------------------------------------
-# Tree mode (`zero-weak-mcount --check -j N DIR`) when the binary has it;
-# until then the file-mode binary over find | xargs -P N. One line to switch:
-help=$("$TOOL" --help 2>&1)
-if grep -qE -- '(^|[[:space:],])-j[ ,]' <<<"$help"; then TREE_NATIVE=1; else TREE_NATIVE=0; fi
-tree_tool() {  # $1 = jobs
-    if [ "$TREE_NATIVE" = 1 ]; then
-        echo "$TOOL --check -j $1 $TREE"
-    else
-        echo "find $TREE -name '*.ko' -print0 | xargs -0 -n $BATCH -P $1 $TOOL --check"
-    fi
-}
 over_tree() {  # $1 = jobs, rest = command taking files
     local j=$1; shift
     echo "find $TREE -name '*.ko' -print0 | xargs -0 -n $BATCH -P $j $*"
 }
-echo "$TREE_NATIVE" > "$RES/tree-mode.txt"
-log "tree: $NMOD modules, tool -j1/-j2 ($([ "$TREE_NATIVE" = 1 ] && echo 'tree mode' || echo 'xargs -P, tree mode not in the binary yet')), read limit, cat"
+log "tree: $NMOD modules, tool -j1/-j2 (its tree mode), read limit, cat"
 "${HF[@]}" --warmup 2 --runs "$TREE_RUNS" --export-json "$RES/tree.json" \
-    -n tool-j1 "$(tree_tool 1)" \
-    -n tool-j2 "$(tree_tool 2)" \
+    -n tool-j1 "$TOOL --check -j 1 $TREE" \
+    -n tool-j2 "$TOOL --check -j 2 $TREE" \
     -n readlimit-j1 "$(over_tree 1 "$READLIMIT")" \
     -n cat-j1 "$(over_tree 1 cat)" \
     -n cat-j2 "$(over_tree 2 cat)" >&2
