@@ -57,12 +57,6 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/deb-chroot
 # sstep NAME LOG COMMAND...: lib.sh's step, named after the suite
 sstep() { step "$suite: $1" "${@:2}"; }
 
-host_tool() {
-    log "cargo build --release on this host ($(rustc --version))"
-    (cd "$REPO" && cargo build --release --quiet) || die "cargo build --release failed"
-    printf '%s\n' "$REPO/target/release/zero-weak-mcount"
-}
-
 start=$SECONDS
 for suite in $suites; do
     t_suite=$SECONDS
@@ -120,7 +114,8 @@ for suite in $suites; do
     log "$suite: done in $((SECONDS - t_suite)) s"
 done
 
-tool=$(host_tool)
+log "this host's build: $(rustc --version)"
+tool=$(find_tool)
 "$tool" -o "$out/zwm_test.host.ko" "$REPO/testdata/zwm_test.ko" 2>/dev/null
 if [ "$kvm" = 1 ]; then
     "$tool" --format=json --signed=strip -o "$out/kvm.host.ko" "$work/kvm.ko" >"$out/kvm.host.json" 2>"$out/kvm.host.log"
