@@ -224,7 +224,7 @@ tree-check: build
 # precede dead weak bodies, stock module vs processed, on stock Debian
 # kernels under TCG; a few minutes a row (docs/probes.md).
 probe-e2e: build
-	scripts/probe-e2e.sh
+	scripts/probe/probe.py
 
 # Not part of check: what the zero-first gate prevents (docs/rules.md).
 adjust-first-demo:

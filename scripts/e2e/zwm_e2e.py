@@ -6,7 +6,6 @@ checks, the results).
   scripts/e2e/zwm_e2e.py [--group check|old|build] [--cases A,B] [--negative]
                          [--no-negative] [--work DIR]
   scripts/e2e/zwm_e2e.py boot ARCH KERNEL BUSYBOX OUT MODULE...
-  scripts/e2e/zwm_e2e.py modname|decompress FILE [OUT]
 
 Environment: ZWM (the tool; default target/release/zero-weak-mcount, built
 with cargo), ZWM_ZERO_EXTRA, ZWM_CACHE (scripts/fetch-debian-kernel.sh),
@@ -28,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts/guest"))
 import guest  # noqa: E402
+from guest import log, run, tool  # noqa: E402
 
 X86 = ("virt/lib/irqbypass", "arch/x86/kvm/kvm")
 IB = ("drivers/infiniband/core/ib_core", "drivers/infiniband/core/ib_uverbs",
@@ -98,14 +98,6 @@ STT_FUNC = 2
 EXIT_OK, EXIT_LOAD, EXIT_PANIC, EXIT_TIMEOUT, EXIT_REPORT = 0, 10, 11, 12, 13
 
 
-def log(msg):
-    print(f"e2e: {msg}", file=sys.stderr, flush=True)
-
-
-def run(cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], **kw)
-
-
 def elf_symbols(ko):
     """guest.elf_symbols (pyelftools) of a module file."""
     return guest.elf_symbols(Path(ko).read_bytes())
@@ -114,15 +106,6 @@ def elf_symbols(ko):
 def write_plain(src, dst):
     """The module SRC decompressed (signature kept) to DST."""
     Path(dst).write_bytes(guest.read_module(src))
-
-
-def tool(args):
-    """The tool's --format=json report (one module), or raise with its stderr."""
-    p = run([ZWM, "--format=json", *args], capture_output=True, text=True)
-    lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
-    if p.returncode not in (0, 1) or len(lines) != 1 or lines[0]["status"] == "error":
-        raise RuntimeError(f"rc {p.returncode}: {(lines[0]['error'] if lines else p.stderr.strip())[-300:]}")
-    return lines[0]
 
 
 def weak(report):
@@ -334,29 +317,6 @@ class Run:
     def row(self, *cells):
         self.rows.append([str(c) for c in cells])
 
-    def fetch(self, case):
-        """(kver, kernel image, --kconfig, busybox, root) of a Debian case."""
-        extra = [] if case.arch == "x86_64" else ["busybox-static"]
-        p = run([REPO / "scripts/fetch-debian-kernel.sh", case.suite, case.debarch, *extra],
-                stdout=subprocess.PIPE, text=True, env={**os.environ, **case.env})
-        if p.returncode:
-            raise RuntimeError("fetch failed")
-        root = Path(p.stdout.strip())
-        kver = (root.parent / "kver").read_text().strip()
-
-        def find(*rels):
-            for rel in rels:
-                for base in (root, root / "usr"):
-                    hits = sorted(base.glob(rel))
-                    if hits:
-                        return hits[0]
-            raise RuntimeError(f"none of {rels} under {root}")
-        kernel = find(*(f"{d}/{n}" for d in ("boot", f"lib/modules/{kver}") for n in (f"vmlinuz-{kver}", f"vmlinux-{kver}", "vmlinuz", "vmlinux")))
-        config = find(f"boot/config-{kver}", f"lib/modules/{kver}/config")
-        bb = HOST_BUSYBOX if case.arch == "x86_64" else find("bin/busybox")
-        mods = [find(f"lib/modules/{kver}/kernel/{m}.ko", f"lib/modules/{kver}/kernel/{m}.ko.*") for m in case.mods]
-        return kver, kernel, config, bb, mods
-
     def clang(self, case):
         p = run([REPO / "scripts/build-clang-kernel.sh", "--arch", case.arch], stdout=subprocess.PIPE, text=True)
         if p.returncode:
@@ -365,13 +325,14 @@ class Run:
         log(f"{case.name}: kernel build {(obj / 'build-seconds').read_text().strip()}s")
         kver = (obj / "include/config/kernel.release").read_text().strip()
         if case.arch == "x86_64":
-            bb, kernel = HOST_BUSYBOX, obj / "arch/x86/boot/bzImage"
+            bb, kernel = "/bin/busybox", obj / "arch/x86/boot/bzImage"
         else:
-            bb, kernel = self.fetch(Case("busybox", "sid", "ppc64el", "ppc64le", ()))[3], obj / "vmlinux"
+            bb, kernel = guest.debian_kernel("sid", "ppc64el", "ppc64le", ())[3], obj / "vmlinux"
         return kver, kernel, obj / ".config", bb, [obj / f"{m}.ko" for m in case.mods]
 
     def case(self, case):
-        kver, kernel, config, bb, mods = self.clang(case) if case.kind == "clang" else self.fetch(case)
+        kver, kernel, config, bb, mods = (self.clang(case) if case.kind == "clang" else
+                                          guest.debian_kernel(case.suite, case.debarch, case.arch, case.mods, case.env))
         log(f"{case.name}: kernel {kver}")
         cdir = self.work / case.name
         if case.kind == "testdata":
@@ -513,37 +474,6 @@ def hostile(edit, src, dst):
         raise RuntimeError(f"hostile-edit {edit} {src} failed")
 
 
-def host_tools(cases):
-    """Install what the cases need (scripts/lib.sh does the asking)."""
-    qemu = {r.split()[0]: r.split()[1] for r in (REPO / "scripts/guest/arches.tsv").read_text().splitlines()
-            if r.strip() and not r.startswith("#")}
-    pkg = {"x86_64": "x86", "i386": "x86", "ppc64le": "ppc", "aarch64": "arm"}
-    need = ["qemu-system-x86_64 qemu-system-x86", "cpio cpio", "xz xz-utils", "python3 python3"]
-    need += sorted({f"{qemu[c.arch]} qemu-system-{pkg.get(c.arch, 'misc')}" for c in cases})
-    if any(c.arch == "riscv64" for c in cases):
-        need.append("/usr/share/qemu/opensbi-riscv64-generic-fw_dynamic.bin qemu-system-data")
-    if any(c.kind == "clang" for c in cases):
-        need.append("modinfo kmod")
-    script = ('. "$REPO/scripts/lib.sh"; missing_packages "$@"; '
-              'has_line insmod /bin/busybox --list || MISSING+=(busybox-static); install_packages "${MISSING[@]}"')
-    if run(["bash", "-c", script, "e2e", *need], env={**os.environ, "REPO": str(REPO), "PROG": "e2e"}).returncode:
-        sys.exit("e2e: error: cannot install the host tools")
-
-
-def build_tools():
-    """ZWM, ZERO_EXTRA and HOSTILE: the tool and the examples, built from
-    these sources unless $ZWM and $ZWM_ZERO_EXTRA name others."""
-    global ZWM, ZERO_EXTRA, HOSTILE
-    rel = REPO / "target/release"
-    log("cargo build --release (the tool, examples zero-extra and hostile-edit)")
-    if run(["cargo", "build", "--release", "--quiet", "--bins", "--example", "zero-extra", "--example",
-            "hostile-edit"], cwd=REPO, stdout=sys.stderr).returncode:
-        sys.exit("e2e: error: cargo build --release failed")
-    ZWM = os.path.abspath(os.environ.get("ZWM") or rel / "zero-weak-mcount")
-    ZERO_EXTRA = os.environ.get("ZWM_ZERO_EXTRA") or rel / "examples/zero-extra"
-    HOSTILE = rel / "examples/hostile-edit"
-
-
 def summary(run_, times, total):
     body = [r + [str(times.get(r[0], "?"))] for r in run_.rows]
     w = [max(len(x) for x in col) for col in zip(COLUMNS, *body)]
@@ -559,10 +489,6 @@ def main(argv):
     if argv[:1] == ["boot"] and len(argv) >= 6:
         os.makedirs(argv[4], exist_ok=True)
         sys.exit(boot(*argv[1:5], argv[5:])["exit"])
-    if argv[:1] == ["modname"] and len(argv) == 2:
-        return print(guest.module_name(argv[1]))
-    if argv[:1] == ["decompress"] and len(argv) == 3:
-        return write_plain(argv[1], argv[2])
     ap = argparse.ArgumentParser(description="Prove zero-weak-mcount in real kernels (docs/e2e.md).")
     ap.add_argument("--group", default="check", choices=("check", "old", "build"))
     ap.add_argument("--cases", help="comma-separated names from CASES")
@@ -578,8 +504,13 @@ def main(argv):
     if unknown:
         sys.exit(f"e2e: error: unknown case(s) {unknown}; the cases: {', '.join(BY_NAME)}")
     cases = [BY_NAME[n] for n in names]
-    host_tools(cases)
-    build_tools()
+    guest.host_tools({c.arch for c in cases},
+                     (["/usr/share/qemu/opensbi-riscv64-generic-fw_dynamic.bin qemu-system-data"]
+                      if any(c.arch == "riscv64" for c in cases) else [])
+                     + (["modinfo kmod"] if any(c.kind == "clang" for c in cases) else []))
+    global ZERO_EXTRA, HOSTILE
+    ex = guest.build_tools("zero-extra", "hostile-edit")
+    ZERO_EXTRA, HOSTILE = os.environ.get("ZWM_ZERO_EXTRA") or ex["zero-extra"], ex["hostile-edit"]
     work = Path(a.work).resolve() if a.work else Path(tempfile.mkdtemp(prefix="zwm-e2e."))
     work.mkdir(parents=True, exist_ok=True)
     log(f"work folder: {work}")
@@ -603,9 +534,9 @@ def main(argv):
     return 0
 
 
-HOST_BUSYBOX = "/bin/busybox"
-ZWM = ZERO_EXTRA = HOSTILE = None
+ZERO_EXTRA = HOSTILE = None
 if __name__ == "__main__":
+    guest.PROG = "e2e"
     # Builds run here must not inherit flags from an outer make.
     for v in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
         os.environ.pop(v, None)

@@ -4,7 +4,10 @@
 console of a guest that spoke scripts/guest/init's protocol, the module
 files it loaded, and the harness's one ELF layer (elf_*: pyelftools, Debian's
 python3-pyelftools). Every proof's report imports this; `guest.py modname
-FILE` prints a module's name (.modinfo name=).
+FILE` prints a module's name (.modinfo name=). The host side of the Python
+drivers (scripts/e2e/zwm_e2e.py, scripts/probe/probe.py) is here too: host
+packages, the tool and its examples, a Debian kernel and its modules, the
+tool's --format=json report.
 
 parse(text) returns a dict: begin, uname, end (the BEGIN marker, with
 uname -r, and END seen); tracefs, taint (their markers); markers, [(TAG,
@@ -17,7 +20,9 @@ kernel messages with the guest's output.
 import collections
 import gzip
 import io
+import json
 import lzma
+import os
 import re
 import statistics
 import subprocess
@@ -198,6 +203,81 @@ def module_name(path):
         if kv.startswith(b"name="):
             return kv[5:].decode()
     return Path(path).name.split(".ko")[0].replace("-", "_")
+
+
+# --- the host side of the drivers ----------------------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+PROG = "guest"      # the drivers' message prefix
+ZWM = None          # the tool (build_tools)
+
+
+def log(msg):
+    print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], **kw)
+
+
+def host_tools(arches, need=()):
+    """Install what booting ARCHES (rows of arches.tsv) and NEED
+    ("CMD-OR-PATH PACKAGE" entries) take; scripts/lib.sh does the asking."""
+    qemu = {r.split()[0]: r.split()[1] for r in (REPO / "scripts/guest/arches.tsv").read_text().splitlines()
+            if r.strip() and not r.startswith("#")}
+    pkg = {"x86_64": "x86", "i386": "x86", "ppc64le": "ppc", "aarch64": "arm"}
+    need = ["qemu-system-x86_64 qemu-system-x86", "cpio cpio", "xz xz-utils", "python3 python3", *need]
+    need += sorted({f"{qemu[a]} qemu-system-{pkg.get(a, 'misc')}" for a in arches})
+    script = ('. "$REPO/scripts/lib.sh"; missing_packages "$@"; '
+              'has_line insmod /bin/busybox --list || MISSING+=(busybox-static); install_packages "${MISSING[@]}"')
+    if run(["bash", "-c", script, PROG, *need], env={**os.environ, "REPO": str(REPO), "PROG": PROG}).returncode:
+        sys.exit(f"{PROG}: error: cannot install the host tools")
+
+
+def build_tools(*examples):
+    """Set ZWM ($ZWM, else the release build) and return {EXAMPLE: path},
+    all built from these sources with cargo build --release."""
+    global ZWM
+    rel = REPO / "target/release"
+    log("cargo build --release (the tool" + "".join(f", example {e}" for e in examples) + ")")
+    if run(["cargo", "build", "--release", "--quiet", "--bins", *(x for e in examples for x in ("--example", e))],
+           cwd=REPO, stdout=sys.stderr).returncode:
+        sys.exit(f"{PROG}: error: cargo build --release failed")
+    ZWM = os.path.abspath(os.environ.get("ZWM") or rel / "zero-weak-mcount")
+    return {e: rel / "examples" / e for e in examples}
+
+
+def tool(args):
+    """The tool's --format=json report (one module), or raise with its stderr."""
+    p = run([ZWM, "--format=json", *args], capture_output=True, text=True)
+    lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+    if p.returncode not in (0, 1) or len(lines) != 1 or lines[0]["status"] == "error":
+        raise RuntimeError(f"rc {p.returncode}: {(lines[0]['error'] if lines else p.stderr.strip())[-300:]}")
+    return lines[0]
+
+
+def debian_kernel(suite, debarch, arch, mods, env=None):
+    """(kver, kernel image, config, busybox, module files) of the newest
+    Debian kernel of SUITE (scripts/fetch-debian-kernel.sh); MODS are paths
+    under lib/modules/KVER/kernel/ without .ko."""
+    p = run([REPO / "scripts/fetch-debian-kernel.sh", suite, debarch, *([] if arch == "x86_64" else ["busybox-static"])],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+    if p.returncode:
+        raise RuntimeError("fetch failed")
+    root = Path(p.stdout.strip())
+    kver = (root.parent / "kver").read_text().strip()
+
+    def find(*rels):
+        for rel in rels:
+            for base in (root, root / "usr"):
+                hits = sorted(base.glob(rel))
+                if hits:
+                    return hits[0]
+        raise RuntimeError(f"none of {rels} under {root}")
+    kernel = find(*(f"{d}/{n}" for d in ("boot", f"lib/modules/{kver}") for n in (f"vmlinuz-{kver}", f"vmlinux-{kver}", "vmlinuz", "vmlinux")))
+    config = find(f"boot/config-{kver}", f"lib/modules/{kver}/config")
+    bb = "/bin/busybox" if arch == "x86_64" else find("bin/busybox")
+    return kver, kernel, config, bb, [find(f"lib/modules/{kver}/kernel/{m}.ko", f"lib/modules/{kver}/kernel/{m}.ko.*")
+                                      for m in mods]
 
 
 if __name__ == "__main__":

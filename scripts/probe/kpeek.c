@@ -4,7 +4,7 @@
  * /proc/kcore (an ELF core file whose PT_LOAD segments map kernel virtual
  * addresses, module space included).  The probe guest uses it to see
  * which patch site ftrace rewrote when a probe was enabled: the function's
- * own, or the dead weak body's after it (scripts/probe-e2e.sh).
+ * own, or the dead weak body's after it (scripts/probe/probe.py).
  *
  * Usage: kpeek HEXADDR...   prints "KPEEK ADDR BYTES" (8 bytes, hex), or
  * "KPEEK ADDR error ..." for an address no segment maps.

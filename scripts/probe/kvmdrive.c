@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kvmdrive: the workload of the probe guest (scripts/probe-e2e.sh).  A
+ * kvmdrive: the workload of the probe guest (scripts/probe/probe.py).  A
  * static program that makes kvm.ko run the functions the probes watch, a
  * fixed number of times each, so that a probe's hits can be compared with
  * the function tracer's on the same run:

@@ -3,7 +3,7 @@
  * zwm_probe_livepatch: a livepatch that replaces kvm's irqfd_wakeup()
  * (virt/kvm/eventfd.c) with a wrapper that counts its runs in the "runs"
  * parameter and then runs the original body.  Built by
- * scripts/probe-e2e.sh against the Debian release's own headers.
+ * scripts/probe/probe.py against the Debian release's own headers.
  *
  * A livepatch replaces a function outright, and calling the old function
  * from its replacement would come back to the replacement.  So the wrapper

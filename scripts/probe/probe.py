@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""The host side of scripts/probe-e2e.sh: which functions a probe should
-reach, what the kernel's record lookup will hand a probe on each of them,
-and what the guest measured.
+"""make probe-e2e: does a probe on a function reach that function?  Boots
+stock Debian kernels under QEMU (TCG) with a module as Debian ships it
+(signed, loaded as is) and as zero-weak-mcount processed it, and for every
+function that precedes a dead weak body in the module (the symbol of each
+weak finding of the tool's --format=json report) measures an fprobe
+(tracefs dynamic_events "f:"), a BPF fentry program and, where a row has
+one, a livepatch, each against the function tracer as control, on the same
+workload (scripts/guest/payload/probe.sh).  The host replays the kernel's
+record lookup on the records the guest listed, so the test knows which
+functions the stock module must misdirect (the negative control: the stock
+boot must show exactly those) and that the processed one must misdirect
+none.  docs/probes.md has the kernel path, the rows and what each proves.
 
-  probe.py functions TOOL.json
-      the functions that precede a dead weak body: the symbol before every
-      weak entry of the tool's --format=json report, once each, in order
+  probe.py [--rows A,B] [--work DIR]
+      every row of ROWS (or those named); exit 1 unless every row passed.
+      Environment: ZWM (the tool), ZWM_CACHE (downloads), ZWM_PROBE_WORK
+      (work folder).  Needs gcc and the static C library of each arch.
   probe.py facts BOOT_DIR MODULE.ko ARCH OUT.json
       read one boot (scripts/guest/payload/probe.sh) and replay the
       kernel's lookup on the record array the guest listed; write the
@@ -27,13 +37,20 @@ whole __mcount_loc (groups of a power-of-two number of pages, the largest
 that fits, filled in ip order with the non-zero entries), less the
 .init.text records that ftrace_free_mem() removed after the module's init.
 """
+import argparse
+import collections
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
 import guest  # noqa: E402
+from guest import log, run  # noqa: E402
 
 # Per arch: sizeof(struct dyn_ftrace) and MCOUNT_INSN_SIZE (7.2: powerpc's
 # dyn_arch_ftrace holds the out-of-line stub's address with
@@ -50,6 +67,7 @@ def tool_report(path):
 
 
 def functions(path):
+    """The symbol before every weak entry, once each, in order."""
     return list(dict.fromkeys(f["symbol"] for o in tool_report(path) for f in o["findings"]
                               if f["verdict"] == "weak" and f["symbol"]))
 
@@ -279,7 +297,7 @@ def reached(r, col):
     raise ValueError(col)
 
 
-def row(stock_p, proc_p, tool_p, out):
+def row_verdict(stock_p, proc_p, tool_p, out):
     s, p = json.loads(Path(stock_p).read_text()), json.loads(Path(proc_p).read_text())
     fails = []
     lines = [f"kernel {s['uname']} ({s['arch']}), module {s['module']}: {s['records']} records "
@@ -403,13 +421,171 @@ def row(stock_p, proc_p, tool_p, out):
     return guest.verdict(out, "\n".join(lines), fails, "probe-e2e")
 
 
+# --- the driver ------------------------------------------------------------------------
+# A row: Debian suite and arch, the guest arch (scripts/guest/arches.tsv)
+# and its CPU, the module probed and the modules loaded (in load order,
+# paths under lib/modules/KVER/kernel/), the workload (scripts/probe/NAME.c,
+# or none), the livepatched function and the cross compiler's triplet.
+# The rows without a workload rely on kpeek (the kernel text read from
+# /proc/kcore) to see which patch site each probe made ftrace rewrite.
+Row = collections.namedtuple("Row", "suite debarch arch cpu module chain workload livepatch cross")
+# kvm-amd needs ccp, kvm irqbypass; QEMU's -cpu max has the SVM that
+# kvm-amd needs, so /dev/kvm works.
+AMD64 = ("virt/lib/irqbypass", "arch/x86/kvm/kvm", "drivers/crypto/ccp/ccp", "arch/x86/kvm/kvm-amd")
+OTX2 = "drivers/net/ethernet/marvell/octeontx2/"
+ROWS = {
+    "sid-amd64": Row("sid", "amd64", "x86_64", "max", "kvm", AMD64, "kvmdrive", "irqfd_wakeup", ""),
+    "trixie-amd64": Row("trixie", "amd64", "x86_64", "max", "kvm", AMD64, "kvmdrive", "irqfd_wakeup", ""),
+    # No IBT: nothing at risk, the control of the rows above.
+    "bookworm-amd64": Row("bookworm", "amd64", "x86_64", "max", "kvm", AMD64, "kvmdrive", "irqfd_wakeup", ""),
+    # rvu_nicpf: the one module of the arm64 tree with dead weak bodies (kvm is built in).
+    "sid-arm64": Row("sid", "arm64", "aarch64", "", "rvu_nicpf", (OTX2 + "af/rvu_mbox", OTX2 + "nic/otx2_ptp",
+                     "drivers/net/macsec", OTX2 + "nic/rvu_nicpf"), "none", "", "aarch64-linux-gnu"),
+    "sid-ppc64el": Row("sid", "ppc64el", "ppc64le", "", "kvm", ("arch/powerpc/kvm/kvm",), "none", "",
+                       "powerpc64le-linux-gnu"),
+    "sid-riscv64": Row("sid", "riscv64", "riscv64", "", "kvm", ("arch/riscv/kvm/kvm",), "none", "",
+                       "riscv64-linux-gnu"),
+}
+HERE = Path(__file__).resolve().parent
+
+
+def build_livepatch(row, r, kver, config, rdir):
+    """scripts/probe/livepatch.c built against the release's own headers
+    (linux-headers-KVER) with the gcc that built the kernel
+    (CONFIG_CC_VERSION_TEXT), in a Debian root kept in the cache."""
+    broot = Path(os.environ.get("ZWM_CACHE") or Path.home() / ".cache/zero-weak-mcount",
+                 "probe-build", f"{r.suite}-{r.debarch}-{kver}")
+    # "x86_64-linux-gnu-gcc-14 (Debian ...)" from 6.12 on, "gcc-12 (Debian ...)" in 6.1.
+    gcc = re.search(r'^CONFIG_CC_VERSION_TEXT="(?:.*-)?gcc-(\d+) ', config.read_text(), re.M)
+    if not gcc:
+        raise RuntimeError(f"no gcc version in {config}")
+    # A release's newest kernel is often in its -security suite only.
+    mirrors = [f"deb {os.environ.get('ZWM_DEBIAN_MIRROR') or 'http://deb.debian.org/debian'} {r.suite} main"]
+    if r.suite != "sid":
+        mirrors.append(f"deb {os.environ.get('ZWM_DEBIAN_SECURITY') or 'http://deb.debian.org/debian-security'} "
+                       f"{r.suite}-security main")
+    if not (broot / f"usr/src/linux-headers-{kver}").is_dir():
+        log(f"{row}: making a {r.suite} root with gcc-{gcc[1]} and linux-headers-{kver}")
+        shutil.rmtree(broot, ignore_errors=True)
+        broot.parent.mkdir(parents=True, exist_ok=True)
+        with open(rdir / "mmdebstrap.log", "w") as out:
+            if run(["nice", "mmdebstrap", "--variant=apt", '--aptopt=Acquire::Check-Valid-Until "false"',
+                    '--aptopt=Acquire::Check-Date "false"', f"--include=make,gcc-{gcc[1]},libc6-dev,linux-headers-{kver}",
+                    r.suite, broot, *mirrors], stdout=out, stderr=subprocess.STDOUT).returncode:
+                shutil.rmtree(broot, ignore_errors=True)
+                raise RuntimeError(f"mmdebstrap failed ({rdir}/mmdebstrap.log)")
+    shutil.rmtree(broot / "build", ignore_errors=True)
+    (broot / "build").mkdir()
+    shutil.copy(HERE / "livepatch.c", broot / "build/zwm_probe_livepatch.c")
+    (broot / "build/Kbuild").write_text("obj-m := zwm_probe_livepatch.o\n")
+    # objtool reads /proc.
+    if run(["mount", "-t", "proc", "proc", broot / "proc"]).returncode:
+        raise RuntimeError(f"cannot mount proc in {broot}")
+    with open(rdir / "livepatch-build.log", "w") as out:
+        rc = run(["nice", "chroot", broot, "make", "-C", f"/usr/src/linux-headers-{kver}", "M=/build", "modules"],
+                 stdout=out, stderr=subprocess.STDOUT).returncode
+    run(["umount", broot / "proc"])
+    if rc:
+        raise RuntimeError(f"building the livepatch failed ({rdir}/livepatch-build.log)")
+    shutil.copy(broot / "build/zwm_probe_livepatch.ko", rdir / "probe/livepatch.ko")
+
+
+def run_row(row, r, work):
+    """Fetch, process, build the guest's programs, boot stock and processed,
+    judge; returns the row's failures."""
+    rdir = work / row
+    for d in ("stock/mods", "processed/mods", "probe"):
+        (rdir / d).mkdir(parents=True, exist_ok=True)
+    kver, kernel, config, bb, files = guest.debian_kernel(r.suite, r.debarch, r.arch, r.chain)
+    names = [guest.module_name(f) for f in files]
+    for f, n in zip(files, names):
+        data = guest.read_module(f)   # as Debian ships it: decompressed, still signed (the kernel checks it)
+        for v in ("stock", "processed"):
+            (rdir / v / "mods" / f"{n}.ko").write_bytes(data)
+    # The tool's report (docs/report-format.md): the weak entries, at_risk
+    # before and at_risk_after.
+    with open(rdir / "tool.json", "w") as out, open(rdir / "tool.log", "w") as err:
+        if run([guest.ZWM, "--format=json", "--signed=strip", "--kconfig", config, "-o",
+                rdir / f"processed/mods/{r.module}.ko", rdir / f"stock/mods/{r.module}.ko"],
+               stdout=out, stderr=err).returncode:
+            return [f"the tool failed on {r.module}.ko: {(rdir / 'tool.log').read_text()[-300:]}"]
+    probe = rdir / "probe"
+    funcs = functions(rdir / "tool.json")
+    if not funcs:
+        return ["no function precedes a dead body"]
+    (probe / "functions").write_text("\n".join(funcs) + "\n")
+    (probe / "module").write_text(r.module + "\n")
+    (probe / "workload").write_text(r.workload + "\n")
+    cc = f"{r.cross}-gcc" if r.cross else "gcc"
+    if r.workload == "none":
+        (probe / "none").write_text('#!/bin/sh\necho "none: ok (no workload)"\n')
+        (probe / "none").chmod(0o755)
+    for prog in ([] if r.workload == "none" else [r.workload]) + ["kpeek", "fentry"]:
+        if run([cc, "-O2", "-Wall", "-static", "-o", probe / prog, HERE / f"{prog}.c"]).returncode:
+            return [f"cannot build {HERE / prog}.c"]
+    if r.livepatch:
+        build_livepatch(row, r, kver, config, rdir)
+        (probe / "livepatch-function").write_text(r.livepatch + "\n")
+    for v in ("stock", "processed"):
+        log(f"{row}: booting {v} ({' '.join(names)})")
+        vdir = rdir / v
+        rc = run(["nice", guest.REPO / "scripts/guest/run.sh", "--arch", r.arch, *(["--cpu", r.cpu] if r.cpu else []),
+                  "--kernel", kernel, "--busybox", bb, "--out", vdir / "boot", "--mem", "1024", "--timeout", "1200",
+                  "--payload", guest.REPO / "scripts/guest/payload/probe.sh", "--add", f"{probe}=/probe",
+                  *(vdir / "mods" / f"{n}.ko" for n in names)]).returncode
+        secs = vdir / "boot/boot-seconds"
+        log(f"{row}: {v} boot: rc {rc}, {secs.read_text().strip() if secs.exists() else '?'}s")
+        if rc:
+            return [f"{v} boot rc {rc} ({vdir}/boot/console.log)"]
+        try:
+            facts(vdir / "boot", vdir / f"mods/{r.module}.ko", r.arch, vdir / "facts.json")
+        except (SystemExit, Exception) as e:
+            return [f"{v}: cannot read the boot: {e}"]
+    return ["see " + str(rdir / "row.txt")] if row_verdict(rdir / "stock/facts.json", rdir / "processed/facts.json",
+                                                           rdir / "tool.json", rdir / "row.txt") else []
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="make probe-e2e (docs/probes.md)")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from {', '.join(ROWS)}")
+    ap.add_argument("--work", default=os.environ.get("ZWM_PROBE_WORK"))
+    a = ap.parse_args(argv)
+    rows = a.rows.replace(",", " ").split()
+    if set(rows) - set(ROWS):
+        sys.exit(f"probe-e2e: error: unknown row(s) {sorted(set(rows) - set(ROWS))}")
+    multiarch = run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip() if shutil.which("gcc") else ""
+    need = ["gcc gcc", f"/usr/lib/{multiarch}/libc.a libc6-dev"]
+    for r in (ROWS[x] for x in rows):
+        need += [f"{r.cross}-gcc gcc-{r.cross}", f"/usr/{r.cross}/lib/libc.a libc6-dev-{r.debarch}-cross"] if r.cross else []
+        need += ["mmdebstrap mmdebstrap"] if r.livepatch else []
+    guest.host_tools({ROWS[x].arch for x in rows}, need)
+    guest.build_tools()
+    work = Path(a.work).resolve() if a.work else Path(tempfile.mkdtemp(prefix="zwm-probe."))
+    work.mkdir(parents=True, exist_ok=True)
+    log(f"work folder: {work}")
+    failures = []
+    for row in rows:
+        try:
+            failures += [f"{row}: {f}" for f in run_row(row, ROWS[row], work)]
+        except (RuntimeError, OSError) as e:
+            failures.append(f"{row}: {e}")
+    log(f"work folder: {work}")
+    for f in failures:
+        log(f"FAIL: {f}")
+    if failures:
+        return 1
+    log(f"PASS ({' '.join(rows)})")
+    return 0
+
+
 if __name__ == "__main__":
+    guest.PROG = "probe-e2e"
+    for v in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+        os.environ.pop(v, None)
     a = sys.argv[1:]
-    if a[:1] == ["functions"] and len(a) == 2:
-        print("\n".join(functions(a[1])))
-    elif a[:1] == ["facts"] and len(a) == 5:
+    if a[:1] == ["facts"] and len(a) == 5:
         facts(*a[1:])
     elif a[:1] == ["row"] and len(a) == 5:
-        sys.exit(row(*a[1:]))
+        sys.exit(row_verdict(*a[1:]))
     else:
-        sys.exit(__doc__)
+        sys.exit(main(a))

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=sh
-# Payload (scripts/guest/init sources it) of scripts/probe-e2e.sh: does a
+# Payload (scripts/guest/init sources it) of scripts/probe/probe.py: does a
 # probe on a function reach that function?  /probe/module names the module,
 # /probe/functions the functions to probe (those that precede a dead weak
 # body), /probe/kvmdrive (or whatever /probe/workload names) is the
