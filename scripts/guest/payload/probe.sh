@@ -48,14 +48,23 @@ if [ -x "$P/kpeek" ] && [ -f "$T/available_filter_functions_addrs" ]; then
         awk -v fs="$FUNCS" 'BEGIN {n = split(fs, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1}
             ($2 in w) || ($2 ~ /^__ftrace_invalid_address__/) {print $1}' | tr '\n' ' ')
 fi
-# peek STAGE: the bytes at every site (nothing without kpeek).
-peek() {
-    [ -n "$SITES" ] || return 0
-    echo "@@ZWM KPEEK-BEGIN $1"
-    # shellcheck disable=SC2086 # $SITES: the addresses, split on purpose
-    "$P/kpeek" $SITES
-    echo "@@ZWM KPEEK-END"
+# stage STAGE, while a stage's probes are on: enabled_functions, the bytes
+# at every site (with kpeek: which site ftrace rewrote) and the workload.
+# In a file, for the child that scripts/probe/fentry.c runs while its
+# programs are attached.
+cat > /tmp/stage.sh <<EOT
+peek() { [ -z "$SITES" ] || { echo "@@ZWM KPEEK-BEGIN \$1"; $P/kpeek $SITES; echo "@@ZWM KPEEK-END"; }; }
+stage() {
+    echo "@@ZWM ENABLED-BEGIN \$1"
+    grep " \[$M\]" "$T/enabled_functions"
+    echo "@@ZWM ENABLED-END"
+    peek "\$1"
+    echo "@@ZWM WORKLOAD \$1 \$($WORK 2>&1 | tail -n 1)"
+    sleep 1
 }
+EOT
+# shellcheck source=/dev/null # written just above
+. /tmp/stage.sh
 peek baseline
 
 # ev F: F's fprobe event name (a local function's "F.part.0" has dots,
@@ -86,12 +95,7 @@ done
 echo "@@ZWM CONTROL-FILTER$rcs"
 echo function > "$T/current_tracer"
 echo 1 > "$T/tracing_on"
-echo "@@ZWM ENABLED-BEGIN control"
-grep " \[$M\]" "$T/enabled_functions"
-echo "@@ZWM ENABLED-END"
-peek control
-echo "@@ZWM WORKLOAD control $($WORK 2>&1 | tail -n 1)"
-sleep 1
+stage control
 echo 0 > "$T/tracing_on"
 # Before the switch to nop, which empties the buffer.
 cat "$T/trace" > /tmp/trace-control
@@ -121,12 +125,7 @@ if grep -qF 'f[:[<group>/][<event>]] <func-name>' "$T/README"; then
     echo "@@ZWM FPROBE-DEFINE$defs"
     echo "@@ZWM FPROBE-ENABLE$ens"
     echo 1 > "$T/tracing_on"
-    echo "@@ZWM ENABLED-BEGIN fprobe"
-    grep " \[$M\]" "$T/enabled_functions"
-    echo "@@ZWM ENABLED-END"
-    peek fprobe
-    echo "@@ZWM WORKLOAD fprobe $($WORK 2>&1 | tail -n 1)"
-    sleep 1
+    stage fprobe
     echo 0 > "$T/tracing_on"
     cat "$T/trace" > /tmp/trace-fprobe
     echo "@@ZWM HITS-BEGIN fprobe"
@@ -141,22 +140,9 @@ fi
 
 # --- BPF fentry ------------------------------------------------------------------
 if [ -x "$P/fentry" ]; then
-    # What runs while every program is attached: a snapshot of
-    # enabled_functions and the workload (printed after, in blocks of their own).
-    cat > /tmp/fentry-run <<EOT
-grep " \[$M\]" "$T/enabled_functions" > /tmp/enabled-fentry
-$([ -n "$SITES" ] && echo "{ echo '@@ZWM KPEEK-BEGIN fentry'; $P/kpeek $SITES; echo '@@ZWM KPEEK-END'; } > /tmp/kpeek-fentry")
-$WORK 2>&1 | tail -n 1 > /tmp/workload-fentry
-sleep 1
-EOT
-    : > /tmp/kpeek-fentry
     # shellcheck disable=SC2086 # $FUNCS: the function names, split on purpose
-    "$P/fentry" "$M" "sh /tmp/fentry-run" $FUNCS > /tmp/fentry-out 2>&1
-    echo "@@ZWM ENABLED-BEGIN fentry"
-    cat /tmp/enabled-fentry
-    echo "@@ZWM ENABLED-END"
-    echo "@@ZWM WORKLOAD fentry $(cat /tmp/workload-fentry)"
-    cat /tmp/kpeek-fentry
+    "$P/fentry" "$M" ". /tmp/stage.sh; stage fentry > /tmp/stage-fentry" $FUNCS > /tmp/fentry-out 2>&1
+    cat /tmp/stage-fentry
     echo "@@ZWM FENTRY-BEGIN"
     cat /tmp/fentry-out
     echo "@@ZWM FENTRY-END"
@@ -172,11 +158,6 @@ if [ -f "$P/livepatch.ko" ]; then
     i=0
     while [ "$(cat $lp/transition 2>/dev/null)" = 1 ] && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
     echo "@@ZWM LIVEPATCH-STATE enabled=$(cat $lp/enabled 2>/dev/null) transition=$(cat $lp/transition 2>/dev/null)"
-    echo "@@ZWM ENABLED-BEGIN livepatch"
-    grep " \[$M\]" "$T/enabled_functions"
-    echo "@@ZWM ENABLED-END"
-    peek livepatch
-    echo "@@ZWM WORKLOAD livepatch $($WORK 2>&1 | tail -n 1)"
-    sleep 1
+    stage livepatch
     echo "@@ZWM LIVEPATCH-RUNS $lf $(cat /sys/module/zwm_probe_livepatch/parameters/runs 2>/dev/null)"
 fi
