@@ -342,7 +342,18 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
             o.field("status", &Json::str("error"));
             o.field("signed", "null");
             o.field("error", &Json::str(&e.to_string()));
-            for key in ["reason", "arch", "section", "rule", "max_offset", "neutraliser", "entries", "weak", "doubt"] {
+            for key in [
+                "reason",
+                "arch",
+                "section",
+                "rule",
+                "max_offset",
+                "in_function_before",
+                "neutraliser",
+                "entries",
+                "weak",
+                "doubt",
+            ] {
                 o.field(key, "null");
             }
             for key in ["findings", "at_risk", "at_risk_after", "warnings", "notes"] {
@@ -378,6 +389,7 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
         "max_offset",
         &rule.filter(|x| x.criterion == Criterion::MaxOffset).map_or("null".into(), |x| x.max_offset.to_string()),
     );
+    o.field("in_function_before", &rule.and_then(in_function_before).map_or("null".into(), |n| n.to_string()));
     o.field("neutraliser", &rule.map_or("null".into(), |x| Json::str(verb(x.neutraliser))));
     o.field("entries", &r.counts.map_or("null".into(), |c| c.entries.to_string()));
     o.field("weak", &r.counts.map_or("null".into(), |c| c.weak.to_string()));
@@ -389,6 +401,17 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     o.field("warnings", &Json::array(&a.warnings.iter().map(|w| Json::str(w)).collect::<Vec<_>>()));
     o.field("notes", &Json::array(&a.notes.iter().map(|n| Json::str(n)).collect::<Vec<_>>()));
     o.close()
+}
+
+/// Under the `in_function` rule, how many bytes ahead of a function symbol
+/// still count as inside it (the `before` of [`Criterion::Contains`]): the
+/// JSON report's `in_function_before`, the N of the summary line's "up to N
+/// bytes before it".
+fn in_function_before(rule: &RuleFacts) -> Option<u64> {
+    match rule.criterion {
+        Criterion::MaxOffset => None,
+        Criterion::Contains { before } => Some(before),
+    }
 }
 
 fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {

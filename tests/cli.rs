@@ -418,6 +418,7 @@ fn json_reports_the_bundled_modules_entries() {
         "\"section\": \"__mcount_loc\"",
         "\"rule\": \"max_offset\"",
         "\"max_offset\": 0",
+        "\"in_function_before\": null",
         "\"neutraliser\": \"zero\"",
         "\"entries\": 8",
         "\"weak\": 2",
@@ -450,6 +451,37 @@ fn json_reports_the_bundled_modules_entries() {
     let out = tool(&["--format=json", "-o", "-", MODULE]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(out.stdout.is_empty() && stderr(&out).contains("-o - cannot"), "{}", stderr(&out));
+}
+
+/// `in_function_before`: the bytes ahead of a function symbol that the
+/// `in_function` rule counts as inside it, `null` under `max_offset`. The
+/// bundled module's own bytes judged as a 5.10 module (its vermagic the only
+/// change; x86 had no `FTRACE_MCOUNT_MAX_OFFSET` before 6.0) give 0, and
+/// arm64, whose patchable entries sit 8 bytes ahead of the function, 8.
+#[test]
+fn json_reports_the_in_function_window() {
+    let dir = Scratch::new("json-window");
+    let bundled = fs::read(MODULE).unwrap();
+    let (from, to): (&[u8], &[u8]) = (b"vermagic=6.1.0-57-amd64 ", b"vermagic=5.10.0-5-amd64 ");
+    let at = bundled.windows(from.len()).position(|w| w == from).expect("the bundled module's vermagic");
+    let mut old = bundled.clone();
+    old[at..at + to.len()].copy_from_slice(to);
+    let old = dir.file("old.ko", &old);
+    let arm64 = dir.file("arm64.ko", &common::arm64_adjust_first());
+    for (ko, rule, window, weak) in [
+        (Path::new(MODULE), "max_offset", "null", 2),
+        (old.as_path(), "in_function", "0", 2),
+        (arm64.as_path(), "in_function", "8", 5),
+    ] {
+        let out = tool(&["--check", "--format=json", s(ko)]);
+        let o = String::from_utf8(out.stdout).unwrap();
+        let max_offset = if rule == "max_offset" { "0" } else { "null" };
+        let want = format!(
+            "\"rule\": \"{rule}\", \"max_offset\": {max_offset}, \"in_function_before\": {window}, \"neutraliser\": "
+        );
+        assert!(o.contains(&want), "{want} missing: {o}");
+        assert!(o.contains(&format!("\"weak\": {weak}, ")), "{o}");
+    }
 }
 
 /// After the write the same module is unchanged, and a file that cannot be
