@@ -8,19 +8,24 @@
 # --check output over sid's installed amd64 and arm64 module trees. -v's
 # at-risk lines (issue 30, after 9ddd1e7) are left out of the comparison.
 # 9ddd1e7 has no --format=json: ZWM_SAME_JSON=1 compares that too, for
-# two newer builds; ZWM_SAME_QUICK=1 leaves the trees out.
+# two newer builds (a key the old build's JSON lacks, such as
+# in_function_before before it came, is left out of the comparison and
+# counted); ZWM_SAME_QUICK=1 leaves the trees out.
 #
 #   scripts/same-output.sh [OLD_BIN [NEW_BIN]]
 #
-# OLD_BIN defaults to a release build of $ZWM_SAME_AS (9ddd1e7) in a
-# worktree under $ZWM_CACHE; NEW_BIN to this tree's release build. The
-# Debian modules come from the shared cache (scripts/fetch-debian-kernel.sh).
+# OLD_BIN defaults to the release build of $ZWM_SAME_AS (9ddd1e7) in the
+# detached worktree $ZWM_CACHE/old (default /work/cache/src/old), target
+# directory $ZWM_CACHE/old-target: built there once (the worktree made
+# when missing), then reused as it is. NEW_BIN defaults to this tree's
+# release build. The Debian modules come from the shared cache
+# (scripts/fetch-debian-kernel.sh).
 # Exit 0 when every case matches and the negative control (each case's
 # output altered by one byte) is told apart; 1 naming each case that is not.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-rev=${ZWM_SAME_AS:-9ddd1e7}
+rev=${ZWM_SAME_AS:-9ddd1e7} what=" (${ZWM_SAME_AS:-9ddd1e7})"
 cache=${ZWM_CACHE:-/work/cache/src}
 debian=${ZWM_DEBIAN_CACHE:-$HOME/.cache/zero-weak-mcount/debian}
 
@@ -29,16 +34,22 @@ build() { # worktree target-dir
 	echo "$2/release/zero-weak-mcount"
 }
 if [ $# -ge 1 ]; then
-	old=$1
+	old=$1 what=""
 else
-	[ -d "$cache/old-$rev" ] || git -C "$top" worktree add -q --detach "$cache/old-$rev" "$rev" >&2
-	old=$(build "$cache/old-$rev" "$cache/old-$rev-target")
+	[ -d "$cache/old" ] || git -C "$top" worktree add -q --detach "$cache/old" "$rev" >&2
+	want=$(git -C "$top" rev-parse "$rev^{commit}")
+	if [ "$(git -C "$cache/old" rev-parse HEAD)" != "$want" ]; then
+		echo "same-output: $cache/old is not a checkout of $rev ($want); give OLD_BIN" >&2
+		exit 2
+	fi
+	old=$cache/old-target/release/zero-weak-mcount
+	[ -x "$old" ] || old=$(build "$cache/old" "$cache/old-target")
 fi
 new=${2:-$(build "$top" "${CARGO_TARGET_DIR:-$top/target}")}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failed=0
+failed=0 unkeyed=0
 
 # run NAME ARGS...: each binary in its own directory, on the same relative
 # names, so that the paths it prints are the same.
@@ -57,6 +68,12 @@ run() {
 			sed 's/: would change (signed): /: would change: /' >"$work/$side/$name/e" || true
 		mv "$work/$side/$name/e" "$work/$side/$name/stderr"
 	done
+	# A JSON key newer than the old build (in_function_before) is left out.
+	if ! grep -q '"in_function_before": ' "$work/old/$name/stdout" &&
+		grep -q '"in_function_before": ' "$work/new/$name/stdout"; then
+		unkeyed=$((unkeyed + $(grep -c '"in_function_before": ' "$work/new/$name/stdout")))
+		sed -i -E 's/"in_function_before": (null|[0-9]+), //' "$work/new/$name/stdout"
+	fi
 	if diff -r "$work/old/$name" "$work/new/$name" >"$work/$name.diff"; then
 		printf 'same %-28s status %s, %s stdout lines, %s stderr lines\n' "$name" "$(cat "$work/new/$name/status")" \
 			"$(wc -l <"$work/new/$name/stdout")" "$(wc -l <"$work/new/$name/stderr")"
@@ -102,12 +119,12 @@ for t in sid-amd64 sid-arm64; do
 done
 
 # Negative control: each case again with one zero byte added to the module
-# it wrote, and with one line added to its stderr; the comparison must tell
-# every one of them from the old tool's.
+# it wrote, to its stderr and to its stdout (the JSON); the comparison must
+# tell every one of them from the old tool's.
 cases=0 caught=0
 for dir in "$work"/new/*/; do
 	name=$(basename "$dir")
-	for alter in out.ko stderr; do
+	for alter in out.ko stderr stdout; do
 		[ -f "$dir/$alter" ] || continue
 		rm -rf "$work/neg" && cp -r "$dir" "$work/neg"
 		printf '\0' >>"$work/neg/$alter"
@@ -115,12 +132,13 @@ for dir in "$work"/new/*/; do
 		diff -r "$work/old/$name" "$work/neg" >/dev/null || caught=$((caught + 1))
 	done
 done
-echo "negative control: $caught of $cases altered outputs (one byte more in out.ko or stderr) differ"
+[ "$unkeyed" = 0 ] || echo "left out: in_function_before, which the old build lacks, in $unkeyed JSON lines"
+echo "negative control: $caught of $cases altered outputs (one byte more in out.ko, stderr or stdout) differ"
 [ "$caught" = "$cases" ] && [ "$cases" -gt 0 ] || failed=1
 
 if [ $failed = 0 ]; then
-	echo "same-output: $new matches $old ($rev)"
+	echo "same-output: $new matches $old$what"
 else
-	echo "same-output: FAIL: $new differs from $old ($rev)"
+	echo "same-output: FAIL: $new differs from $old$what"
 fi
 exit $failed
