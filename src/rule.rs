@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The rule a module is judged by, as plain data: the arch, the kernel
-//! release, the kind of check, the adjust, and the decision input of one
+//! release, the [`Criterion`], the adjust, and the decision input of one
 //! entry. [`crate::arch`] picks a [`Rule`] from its table of rows;
 //! [`crate::decide`] applies it. Both depend on this module, and it on
 //! neither.
@@ -186,7 +186,9 @@ impl fmt::Display for Release {
     }
 }
 
-/// The kind of check the kernel makes of each record.
+/// The criterion an entry is judged by: the kernel's own test of each
+/// record ([`Criterion::MaxOffset`]), or, where the kernel tests none,
+/// sorttable's containment rule ([`Criterion::Contains`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Criterion {
     /// `test_for_valid_rec()`: a symbol at most `FTRACE_MCOUNT_MAX_OFFSET`
