@@ -170,13 +170,6 @@ def elf_file(data):
     return ELFFile(io.BytesIO(bytes(data)))
 
 
-def elf_sections(data):
-    """[(name, type, flags, offset, size, link, entsize)] of an ELF image,
-    in section index order; type as pyelftools names it ("SHT_SYMTAB")."""
-    return [(s.name, s["sh_type"], s["sh_flags"], s["sh_offset"], s["sh_size"], s["sh_link"],
-             s["sh_entsize"]) for s in elf_file(data).iter_sections()]
-
-
 def elf_symbols(data):
     """(symbols, section sizes): dicts of name, value, size, type (STT_*
     number) and the name of their section (None when not a real section
