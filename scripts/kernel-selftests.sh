@@ -45,8 +45,8 @@
 #   stock-processed  the stock kernel, the module run through the tool:
 #                    must PASS (the dead word zeroed at build time);
 #   series           the series kernel, the module as built: must PASS.
-# These boots are judged here (WORK/weak.md), apart from report.py's
-# stock-against-series comparison, which runs stock's own selftests.
+# These boots are judged by report.py --weak (WORK/weak.md), apart from
+# its stock-against-series comparison, which runs stock's own selftests.
 # Default: all three; --weak "" runs none, and --forms "" with --weak runs
 # only them.
 # --module-tests-only FORM...: in those forms ftracetest runs only its
@@ -57,7 +57,8 @@
 # --jobs N boots N guests at once (default 1: every boot has a host core to
 # itself, as the timing-sensitive tests expect); --no-build boots the
 # kernels as they are, without kernel-e2e.sh --build-only (while another job
-# holds a tree); --report-only judges the boots of an earlier run again.
+# holds a tree); --report-only judges the boots of an earlier run again
+# (the --weak cases' too, where they booted).
 # Only the kernels the forms name are staged.
 # Default WORK ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-selftests.
 # Needs what kernel-e2e.sh needs, and bash-static, libc6-dev, kmod and
@@ -93,9 +94,18 @@ while [ $# -gt 0 ]; do
     esac
 done
 work=$(work_dir "$work" "") || die "cannot make $work"
+# weak_report: report.py's judgement of the --weak boots there are.
+weak_report() {
+    local c dirs=()
+    for c in $weak; do [ ! -d "$work/boots/weak-$c" ] || dirs+=("$work/boots/weak-$c"); done
+    [ ${#dirs[@]} -eq 0 ] || python3 "$HERE/report.py" --weak "$work/weak.md" "${dirs[@]}"
+}
 if [ $report_only = 1 ]; then
+    rc=0
+    weak_report || rc=1
     # shellcheck disable=SC2046 # $forms: form names, a path each, without spaces
-    exec python3 "$HERE/report.py" "$work/report.md" $(for f in $forms; do echo "$work/boots/$f"; done)
+    [ -z "$forms" ] || python3 "$HERE/report.py" "$work/report.md" $(for f in $forms; do echo "$work/boots/$f"; done) || rc=1
+    exit $rc
 fi
 missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.a libc6-dev" "depmod kmod" \
     "/usr/sbin/sysctl procps" "/usr/bin/gawk gawk" "/usr/bin/readelf binutils"
@@ -255,8 +265,7 @@ weak_tree() {
         -C "$e2e/src-$k" O="$e2e/obj-$k" M="$d/test_modules" W=1 modules
     ! grep -q 'warning:' "$d.log" || die "test_ftrace_weak.ko: W=1 warnings (see $d.log)"
 }
-weak_boot() { # CASE: boot it, print "CASE VERDICT INVALID" (INVALID: yes when an
-    # __ftrace_invalid_address___ line of the module was listed)
+weak_boot() { # CASE: boot it into WORK/boots/weak-CASE (report.py --weak judges it)
     local c=$1 k=series d out=$work/boots/weak-$1
     case "$c" in stock*) k=stock;; esac
     d=$work/weak-$c
@@ -278,25 +287,13 @@ weak_boot() { # CASE: boot it, print "CASE VERDICT INVALID" (INVALID: yes when a
         --add "$out/selftests.conf=selftests.conf" --add "$d=selftests/ftrace" \
         --add "/bin/bash-static=bin/bash" --tree "$ul" ||
         log "warning: the guest did not power off in time ($out)"
-    # ftracetest's KTAP line: "ok 1 ftrace - no record for ...", "not ok 1
-    # ...", or either with a directive ("# SKIP", "# UNRESOLVED").
-    echo "$c $(sed -n '/@@ZWM KTAP-BEGIN ftrace/,/@@ZWM KTAP-END ftrace/p' "$out/console.log" | tr -d '\r' |
-        awk '/^(not )?ok 1 ftrace - no record for a weak function its module overrides/ {
-                 v = $1 == "ok" ? "PASS" : "FAIL"
-                 if (match($0, / # [A-Z]+/)) v = substr($0, RSTART + 3, RLENGTH - 3) }
-             END { print (v == "" ? "none" : v) }') $(
-        tr -d '\r' <"$out/console.log" >"$out/console.txt"
-        if grep -q '^__ftrace_invalid_address___[0-9]* \[test_ftrace_weak\]' "$out/console.txt"; then
-            echo yes; else echo no; fi)"
 }
-weak_results=()
 if [ -n "$weak" ]; then
     case " $weak " in *" stock"*) weak_tree stock;; esac
     case " $weak " in *" series "*) weak_tree series;; esac
     for c in $weak; do
         case "$c" in stock|stock-processed|series) ;; *) die "unknown --weak case $c";; esac
-        r=$(weak_boot "$c") || exit 2
-        weak_results+=("$r")
+        weak_boot "$c"
     done
 fi
 
@@ -308,26 +305,6 @@ for f in $forms; do
 done
 wait
 rc=0
-if [ ${#weak_results[@]} -gt 0 ]; then
-    {
-        echo "The series' selftest, test.d/ftrace/func_dead_weak_module.tc (--weak):"
-        echo
-        echo "| case | kernel | test_ftrace_weak.ko | verdict | invalid line listed | expected | holds |"
-        echo "|---|---|---|---|---|---|---|"
-        for r in "${weak_results[@]}"; do
-            read -r c v i <<<"$r"
-            # On stock as built the case must fail for the reason it tests:
-            # the dead callsite listed as __ftrace_invalid_address___N.
-            case "$c" in
-                stock) e=FAIL ei=yes m="as built";;
-                stock-processed) e=PASS ei=no m="processed by the tool";;
-                series) e=PASS ei=no m="as built";;
-            esac
-            h=yes; [ "${v:-none}" = "$e" ] && [ "$i" = "$ei" ] || { h=no; rc=1; }
-            echo "| $c | ${c%%-*} | $m | ${v:-no verdict} | $i | $e, invalid line $ei | $h |"
-        done
-    } > "$work/weak.md"
-    cat "$work/weak.md"
-fi
+[ -z "$weak" ] || weak_report || rc=1
 [ ${#boots[@]} -eq 0 ] || python3 "$HERE/report.py" "$work/report.md" "${boots[@]}" || rc=1
 exit $rc

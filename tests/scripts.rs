@@ -3,7 +3,8 @@
 //! at the first match, CMD may get SIGPIPE, and the pipeline then fails. A
 //! check that must find a line then fails at random, and one that must not
 //! find it passes vacuously. Run CMD to the end first (capture its output,
-//! or use `has_line` from scripts/lib.sh).
+//! or use `has_line` from scripts/lib.sh). And the guests' KTAP has one
+//! reader, scripts/kernel-selftests/report.py.
 #![allow(clippy::case_sensitive_file_extension_comparisons, reason = "the repository's file names are lower-case")]
 
 use std::fs;
@@ -428,4 +429,49 @@ fn the_readme_maps_every_source_file() {
     let missing: Vec<&String> =
         names.iter().filter(|n| !readme.lines().any(|l| l.starts_with(&format!("    src/{n} ")))).collect();
     assert!(missing.is_empty(), "README.md's map of src/ lacks {missing:?}");
+}
+
+/// The code lines of TEXT that match KTAP result lines (`ok N NAME`, `not
+/// ok N NAME`): a pattern written for them, such as `(not )?ok` or
+/// `(ok|not ok)`.
+fn ktap_readers(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter(|l| ["(not )?ok", "(ok|not ok)", "(not ok|ok)"].iter().any(|p| l.contains(p)))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// One reader of the guests' KTAP: scripts/kernel-selftests/report.py
+/// judges every boot of scripts/kernel-selftests.sh, the --weak cases too,
+/// so that a verdict is read one way everywhere.
+#[test]
+fn only_the_selftests_report_reads_ktap() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_none_or(|x| x != "pyc") {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["scripts", "dist", "bench/kernel-pass"] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let report = root.join("scripts/kernel-selftests/report.py");
+    assert!(files.contains(&report), "report.py not among {} files", files.len());
+    let mut readers = Vec::new();
+    for f in &files {
+        let lines = ktap_readers(&String::from_utf8_lossy(&fs::read(f).unwrap()));
+        if !lines.is_empty() {
+            readers.push((f.strip_prefix(root).unwrap().to_string_lossy().into_owned(), lines));
+        }
+    }
+    let names: Vec<&str> = readers.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(names, ["scripts/kernel-selftests/report.py"], "KTAP read outside report.py: {readers:#?}");
 }

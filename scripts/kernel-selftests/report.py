@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Compare the kernel selftest boots (scripts/kernel-selftests.sh).
+"""Judge the kernel selftest boots (scripts/kernel-selftests.sh): the one
+reader of their KTAP.
 
   report.py OUT.md BOOT_DIR...
+  report.py --weak OUT.md WEAK_BOOT_DIR...
 
 Each BOOT_DIR holds console.log from one boot with payload selftests.sh,
 and files `kernel` (stock or series), `form` (stock, processed,
@@ -29,6 +31,15 @@ itself; and every probe (PASS when it was hit).  What must hold:
     there they must fail alike).
 
 Writes the side-by-side table to OUT.md; exits 1 if anything fails.
+
+--weak judges the boots of the series' own selftest instead, each
+WEAK_BOOT_DIR named weak-CASE (stock, stock-processed, series) and
+running ftracetest's func_dead_weak_module.tc alone: its KTAP verdict and
+whether available_filter_functions listed an __ftrace_invalid_address___
+line of test_ftrace_weak must be FAIL and listed on stock as built (the
+negative control, failing for the reason the case tests), PASS and not
+listed processed by the tool and on the series; and each boot finished,
+its KTAP as long as its plan.  Writes the table to OUT.md (weak.md).
 """
 import collections
 import re
@@ -128,7 +139,47 @@ def merge(boots):
             "bugs": {x for b in boots for x in b["bugs"]}}
 
 
+WEAK_TEST = "ftrace: ftrace - no record for a weak function its module overrides"
+WEAK_INVALID = re.compile(r"^__ftrace_invalid_address___\d+ \[test_ftrace_weak\]$", re.M)
+# case: kernel, the module's form, the verdict it must have, whether the
+# module's invalid line must be listed.
+WEAK_CASES = {"stock": ("stock", "as built", "FAIL", "yes"),
+              "stock-processed": ("stock", "processed by the tool", "PASS", "no"),
+              "series": ("series", "as built", "PASS", "no")}
+
+
+def weak(out, dirs):
+    """The --weak boots: a row per case, and what does not hold."""
+    rows = ["The series' selftest, test.d/ftrace/func_dead_weak_module.tc (--weak):", "",
+            "| case | kernel | test_ftrace_weak.ko | verdict | invalid line listed | expected | holds |",
+            "|---|---|---|---|---|---|---|"]
+    fails = []
+    for d in dirs:
+        case = d.name.removeprefix("weak-")
+        if case not in WEAK_CASES:
+            sys.exit(f"report.py --weak: {d}: not a boot of a --weak case ({', '.join(WEAK_CASES)})")
+        kernel, form, want, want_invalid = WEAK_CASES[case]
+        text = (d / "console.log").read_bytes().decode("utf-8", "replace").replace("\r", "")
+        con = guest.parse(text)
+        v, plans = verdicts(con)
+        got = v.get(WEAK_TEST, "no verdict")
+        invalid = "yes" if WEAK_INVALID.search(text) else "no"
+        plan, results = plans.get("ftrace", (None, 0))
+        holds = got == want and invalid == want_invalid
+        if not holds:
+            fails.append(f"{case}: {got}, invalid line listed: {invalid} (must be {want}, {want_invalid})")
+        if not con["end"]:
+            fails.append(f"{case}: the guest did not finish ({d})")
+        if not results or plan != results:
+            fails.append(f"{case}: ftrace: {results} KTAP results, plan 1..{plan}")
+        rows.append(f"| {case} | {kernel} | {form} | {got} | {invalid} | {want}, invalid line {want_invalid} |"
+                    f" {'yes' if holds else 'no'} |")
+    return guest.verdict(out, "\n".join(rows) + "\n", fails, "kernel-selftests --weak")
+
+
 def main():
+    if sys.argv[1:2] == ["--weak"]:
+        return weak(Path(sys.argv[2]), [Path(d) for d in sys.argv[3:]])
     out = Path(sys.argv[1])
     boots = [read_boot(d) for d in map(Path, sys.argv[2:])]
     fails = [f for b in boots for f in check_boot(b)]
