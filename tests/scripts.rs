@@ -54,18 +54,27 @@ fn pipes_into_quiet_grep(line: &str) -> bool {
     false
 }
 
-fn shell_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every file under DIR, Python's bytecode caches left out.
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            if name != "__pycache__" {
-                shell_files(&path, out);
+            if path.file_name().is_none_or(|n| n != "__pycache__") {
+                files_under(&path, out);
             }
-        } else if !name.ends_with(".py") && !name.ends_with(".pyc") && !name.ends_with(".c") {
+        } else {
             out.push(path);
         }
     }
+}
+
+fn shell_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut all = Vec::new();
+    files_under(dir, &mut all);
+    out.extend(all.into_iter().filter(|p| {
+        let name = p.file_name().unwrap().to_string_lossy();
+        !name.ends_with(".py") && !name.ends_with(".pyc") && !name.ends_with(".c")
+    }));
 }
 
 #[test]
@@ -447,20 +456,10 @@ fn ktap_readers(text: &str) -> Vec<String> {
 /// so that a verdict is read one way everywhere.
 #[test]
 fn only_the_selftests_report_reads_ktap() {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_none_or(|x| x != "pyc") {
-                out.push(path);
-            }
-        }
-    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     for dir in ["scripts", "dist", "bench/kernel-pass"] {
-        walk(&root.join(dir), &mut files);
+        files_under(&root.join(dir), &mut files);
     }
     files.sort();
     let report = root.join("scripts/kernel-selftests/report.py");
