@@ -19,56 +19,36 @@
 # headers and compiler give a byte-identical zwm_test.ko.
 set -euo pipefail
 
-die() { echo "build-testdata: error: $*" >&2; exit 1; }
-note() { echo "build-testdata: $*" >&2; }
-
-usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
-
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(dirname "$script_dir")
-src="$repo/testdata/zwm_test"
-testdata="$repo/testdata"
+PROG=build-testdata
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib.sh
+. "$REPO/scripts/lib.sh"
+src="$REPO/testdata/zwm_test"
+testdata="$REPO/testdata"
 
 kver=""
 out="$testdata"
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--kver) [ $# -ge 2 ] || die "--kver needs a value"; kver=$2; shift 2 ;;
-	--kver=*) kver=${1#--kver=}; shift ;;
-	--out) [ $# -ge 2 ] || die "--out needs a value"; out=$2; shift 2 ;;
-	--out=*) out=${1#--out=}; shift ;;
-	-h|--help) usage; exit 0 ;;
-	*) usage >&2; die "unknown argument: $1" ;;
+	--kver|--out) [ $# -ge 2 ] || die "$1 needs a value"; printf -v "${1#--}" %s "$2"; shift 2 ;;
+	--kver=*|--out=*) o=${1#--}; printf -v "${o%%=*}" %s "${o#*=}"; shift ;;
+	*) arg_error "$1" ;;
 	esac
 done
 [ -n "$out" ] || die "--out must not be empty"
 [ -f "$src/Kbuild" ] || die "module sources not found: $src/Kbuild"
 
-APT=(apt-get -o DPkg::Lock::Timeout=600)
 export DEBIAN_FRONTEND=noninteractive
-apt_updated=0
-
+# The default KVER and the installable ones come from apt's lists, so they
+# are brought up to date first; installing uses lib.sh's install_packages.
 apt_update() {
-	[ "$apt_updated" = 1 ] && return 0
 	[ "$(id -u)" = 0 ] || die "need root to run apt-get update"
-	note "apt-get update"
-	"${APT[@]}" update -qq >&2 || note "warning: apt-get update failed; using the package lists as they are"
-	apt_updated=1
+	log "apt-get update"
+	apt-get -o DPkg::Lock::Timeout=600 update -qq >&2 || log "warning: apt-get update failed; using the package lists as they are"
 }
 
 # Prints the candidate version of package $1, or nothing if apt has none.
-apt_candidate() {
-	local c
-	c=$(apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: *//p')
-	[ "$c" = "(none)" ] || printf '%s' "$c"
-}
-
-apt_install() {
-	[ "$(id -u)" = 0 ] || die "need root to install: $*"
-	note "apt-get install $*"
-	"${APT[@]}" install -y -qq --no-install-recommends "$@" >&2 ||
-		die "apt-get install $* failed"
-}
+apt_candidate() { apt-cache policy "$1" 2>/dev/null | sed -n '/Candidate: *(none)/d; s/^ *Candidate: *//p'; }
 
 # --- KVER -----------------------------------------------------------------
 if [ -z "$kver" ]; then
@@ -80,7 +60,7 @@ if [ -z "$kver" ]; then
 		sed -n 's/^ *linux-headers-\([^ ]*\).*/\1/p' | head -n1)
 	[ -n "$dep" ] || die "cannot read the dependency of linux-headers-amd64"
 	kver=$dep
-	note "default KVER (from linux-headers-amd64 $(apt_candidate linux-headers-amd64)): $kver"
+	log "default KVER (from linux-headers-amd64 $(apt_candidate linux-headers-amd64)): $kver"
 	case "$kver" in
 	6.1.*-amd64) ;;
 	*) die "linux-headers-amd64 points at $kver, not a 6.1.*-amd64 (bookworm) kernel; pass --kver" ;;
@@ -89,36 +69,30 @@ fi
 [[ "$kver" =~ ^[0-9][A-Za-z0-9.+_-]*$ ]] || die "invalid --kver: '$kver'"
 case "$kver" in
 6.1.*-amd64) ;;
-*) note "warning: KVER $kver is not a 6.1.*-amd64 kernel; trying anyway" ;;
+*) log "warning: KVER $kver is not a 6.1.*-amd64 kernel; trying anyway" ;;
 esac
 
 # --- toolchain and headers -------------------------------------------------
 kdir="/usr/src/linux-headers-$kver"
-need=()
-command -v make >/dev/null 2>&1 || need+=(make)
-command -v gcc-12 >/dev/null 2>&1 || need+=(gcc-12)
-if [ ! -f "$kdir/Makefile" ]; then
-	pkg="linux-headers-$kver"
-	[ -n "$(apt_candidate "$pkg")" ] || apt_update
+pkg="linux-headers-$kver"
+if [ ! -f "$kdir/Makefile" ] && [ -z "$(apt_candidate "$pkg")" ]; then
+	apt_update
 	if [ -z "$(apt_candidate "$pkg")" ]; then
 		avail=$(apt-cache pkgnames linux-headers-6.1. 2>/dev/null |
 			grep -E '^linux-headers-6\.1\.[0-9]+-[0-9]+-amd64$' | sort -V |
 			sed 's/^linux-headers-//' | tr '\n' ' ' || true)
 		die "$pkg is not installable from the configured apt sources (bookworm, bookworm-security). Installable 6.1 amd64 KVERs: ${avail:-none}"
 	fi
-	need+=("$pkg")
 fi
-if [ ${#need[@]} -gt 0 ]; then
-	apt_update
-	apt_install "${need[@]}"
-fi
+missing_packages "make make" "gcc-12 gcc-12" "$kdir/Makefile $pkg"
+install_packages "${MISSING[@]}"
 [ -f "$kdir/Makefile" ] || die "$kdir/Makefile missing after installing linux-headers-$kver"
 
 # --- build in a scratch copy ----------------------------------------------
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/zwm_test-build.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
-cp -- "$src"/Kbuild "$src"/*.c "$src"/*.h "$scratch"/
-note "building zwm_test.ko for $kver in $scratch"
+zwm_test_src "$scratch"
+log "building zwm_test.ko for $kver in $scratch"
 # The prefix map keeps the scratch path out of the debug info, so rebuilds
 # are byte-identical.
 if ! make -C "$kdir" M="$scratch" -j"$(nproc)" \
@@ -138,7 +112,7 @@ mv -f -- "$out/.zwm_test.ko.tmp.$$" "$out/zwm_test.ko"
 if [ "$(cd "$out" && pwd -P)" = "$(cd "$testdata" && pwd -P)" ]; then
 	printf '%s\n' "$kver" >"$out/.zwm_test.kver.tmp.$$"
 	mv -f -- "$out/.zwm_test.kver.tmp.$$" "$out/zwm_test.kver"
-	note "wrote $out/zwm_test.ko and $out/zwm_test.kver ($kver)"
+	log "wrote $out/zwm_test.ko and $out/zwm_test.kver ($kver)"
 else
-	note "wrote $out/zwm_test.ko ($kver)"
+	log "wrote $out/zwm_test.ko ($kver)"
 fi
