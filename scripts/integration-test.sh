@@ -82,9 +82,10 @@ start=$(date +%s)
 # --- prerequisites ---------------------------------------------------------------
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust >= 1.85 (README, Building)"
 # CMD-OR-PATH PACKAGE: the suites', then the tool's own packages'
-needs=("make make" "gcc-12 gcc-12" "readelf binutils" "xz xz-utils" "cpio cpio" "file file" "openssl openssl"
+needs=("make make" "gcc-12 gcc-12" "ld binutils" "xz xz-utils" "cpio cpio" "file file" "openssl openssl"
 	"modinfo kmod" "/usr/src/linux-headers-$kver/Makefile linux-headers-$kver" "dpkg-buildpackage dpkg-dev"
-	"dh debhelper" "fakeroot fakeroot" "pod2man perl" "rpmbuild rpm" "rpm2cpio rpm2cpio" "git git" "man man-db")
+	"dh debhelper" "fakeroot fakeroot" "pod2man perl" "rpmbuild rpm" "rpm2cpio rpm2cpio" "git git" "man man-db"
+	"/usr/lib/python3/dist-packages/elftools python3-pyelftools")
 if want dkms; then needs+=("dkms dkms"); fi
 if want kbuild72 || want kbuild612; then
 	needs+=("flock util-linux" "/usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring" "pahole dwarves")

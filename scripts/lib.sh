@@ -333,15 +333,13 @@ step() {
 #   need_cmd CMD...         fail unless each CMD is on PATH
 #   sha FILE, mtime FILE    its sha256; its mtime (seconds.full)
 #   zwm_test_src DEST       testdata/zwm_test's sources (Kbuild, *.c, *.h) into DEST
-#   elf_copy FILE OUT       OUT = the bare ELF image of a module file as a
-#                           packager or the kernel sees it: decompressed
-#                           (.ko.xz/.gz/.zst), an appended signature cut off
-#                           (kept in OUT.p7s); prints what it found
 #   expect_processed FILE [LABEL]
 #                           the module (any compression, signed or not) has
 #                           been through the tool: --check on its ELF image
 #                           exits 0, .rela__mcount_loc has fewer entries
-#                           than __mcount_loc has words
+#                           than __mcount_loc has words.  The image stays in
+#                           ELF: decompressed, an appended signature cut off
+#                           (kept in ELF.p7s), as the kernel sees it
 #   expect_unprocessed FILE [LABEL]
 #                           the control: --check exits 1 and every
 #                           __mcount_loc word still has its relocation
@@ -377,56 +375,17 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 mtime() { stat -c %Y.%y "$1"; }
 zwm_test_src() { mkdir -p "$1" && cp -- "$REPO"/testdata/zwm_test/Kbuild "$REPO"/testdata/zwm_test/*.[ch] "$1/"; }
 
-# mcount_counts KO: "RELOCS WORDS": the entries of .rela__mcount_loc, sh_size/8 of __mcount_loc
-mcount_counts() {
-    local ko=$1 size relocs
-    # (no early exit in awk: under pipefail a SIGPIPE'd readelf would fail)
-    size=$(readelf -S -W "$ko" | awk '!done && $0 ~ / __mcount_loc / {
-        for (i = 1; i <= NF; i++) if ($i == "__mcount_loc") { print $(i + 4); done = 1 } }')
-    [ -n "$size" ] || fail "$ko: no __mcount_loc section (readelf -S)"
-    relocs=$(readelf -r -W "$ko" | sed -n "s/^Relocation section '\.rela__mcount_loc' at offset [^ ]* contains \([0-9]*\) entr.*/\1/p")
-    echo "${relocs:-0} $((16#$size / 8))"
-}
-
-elf_copy() {
-    local f=$1 out=$2 what="" len siglen elflen info
-    case "$f" in
-        *.ko.xz)
-            xz -dc -- "$f" >"$out"
-            info=$(xz -lvv -- "$f")
-            what="xz-compressed (check: $(sed -n '/^ *Check:/{s/^ *Check: *//p;q}' <<<"$info"))";;
-        *.ko.gz) gzip -dc -- "$f" >"$out"; what="gzip-compressed";;
-        *.ko.zst) zstd -q -dc -- "$f" >"$out"; what="zstd-compressed";;
-        *.ko) cp -- "$f" "$out"; what="plain";;
-        *) fail "$f: not a module file name";;
-    esac
-    len=$(stat -c %s "$out")
-    if [ "$len" -gt 40 ] && tail -c 28 "$out" | cmp -s - <(printf '~Module signature appended~\n'); then
-        # [ELF][PKCS#7 sig_len][struct module_signature 12 B][marker 28 B]
-        siglen=$(od -An -tu1 -j $((len - 32)) -N 4 "$out" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }')
-        elflen=$((len - 28 - 12 - siglen))
-        [ "$elflen" -gt 0 ] || fail "$f: bad signature trailer (sig_len $siglen)"
-        dd if="$out" of="$out.p7s" bs=1 skip="$elflen" count="$siglen" status=none
-        truncate -s "$elflen" "$out"
-        what="$what, signed (PKCS#7 $siglen bytes; ELF image $elflen of $len bytes)"
-    else
-        what="$what, unsigned"
-    fi
-    echo "$what"
-}
-
-# module_state FILE WANT LABEL: elf_copy and mcount_counts of FILE into
-# WHAT, RELOCS and WORDS; --check on the ELF image must exit WANT.
+# module_state FILE WANT LABEL: guest.py modstate (the harness's one ELF
+# reader) of FILE into ELF (the image; its signature in ELF.p7s), WHAT, RELOCS
+# and WORDS; --check on ELF must exit WANT.
 module_state() {
-    local f=$1 want=$2 label=$3 tmp counts rc=0
+    local f=$1 want=$2 label=$3 state rc=0
     [ -f "$f" ] || fail "$label: $f does not exist"
-    tmp=$(mktemp "$ZWM_WORK/elf.XXXXXX.ko")
-    WHAT=$(elf_copy "$f" "$tmp")
-    counts=$(mcount_counts "$tmp")
-    read -r RELOCS WORDS <<<"$counts"
-    "$ZWM_TOOL" --check "$tmp" 2>"$tmp.check" || rc=$?
-    [ "$rc" = "$want" ] || { show "$tmp.check"; fail "$label: --check exits $rc, not $want ($WHAT; .rela__mcount_loc $RELOCS of $WORDS words)"; }
-    rm -f "$tmp" "$tmp.check"
+    ELF=$(mktemp "$ZWM_WORK/elf.XXXXXX.ko")
+    state=$(python3 "$GUEST/guest.py" modstate "$f" "$ELF") || fail "$label: guest.py cannot read $f"
+    read -r RELOCS WORDS WHAT <<<"$state"
+    "$ZWM_TOOL" --check "$ELF" 2>"$ELF.check" || rc=$?
+    [ "$rc" = "$want" ] || { show "$ELF.check"; fail "$label: --check exits $rc, not $want ($WHAT; .rela__mcount_loc $RELOCS of $WORDS words)"; }
 }
 
 expect_processed() {

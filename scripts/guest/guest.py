@@ -4,7 +4,9 @@
 console of a guest that spoke scripts/guest/init's protocol, the module
 files it loaded, and the harness's one ELF layer (elf_*: pyelftools, Debian's
 python3-pyelftools). Every proof's report imports this; `guest.py modname
-FILE` prints a module's name (.modinfo name=). The host side of the Python
+FILE` prints a module's name (.modinfo name=), `guest.py secsize FILE NAME`
+the size of a section, `guest.py modstate FILE OUT` what scripts/lib.sh's
+module checks need (module_state below). The host side of the Python
 drivers (scripts/e2e/zwm_e2e.py, scripts/probe/probe.py) is here too: host
 packages, the tool and its examples, a Debian kernel and its modules, the
 tool's --format=json report.
@@ -29,8 +31,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_ST_INFO_TYPE
+from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
 MARK = "@@ZWM "
@@ -137,16 +141,28 @@ def verdict(out, text, fails, proof):
 
 # --- module files ---------------------------------------------------------------
 SIG_MARKER = b"~Module signature appended~\n"
+# A module file's compression: its name's suffix and its magic.
+COMPRESSED = {".xz": b"\xfd7zXZ\x00", ".gz": b"\x1f\x8b", ".zst": b"\x28\xb5\x2f\xfd"}
+# The integrity check of an xz stream (its header's flags), as xz -l names it:
+# the kernel's xz decoder takes CRC32 only.
+XZ_CHECKS = {0: "None", 1: "CRC32", 4: "CRC64", 10: "SHA-256"}
+
+
+def compression(data):
+    """The suffix of DATA's compression by its magic, '' for none."""
+    return next((s for s, magic in COMPRESSED.items() if data.startswith(magic)), "")
 
 
 def read_module(path):
     """A module's bytes, decompressed (.xz, .gz, .zst by magic)."""
     data = open(path, "rb").read()
-    if data[:6] == b"\xfd7zXZ\x00":
+    kind = compression(data)
+    if kind == ".xz":
         data = lzma.decompress(data)
-    elif data[:2] == b"\x1f\x8b":
+    elif kind == ".gz":
         data = gzip.decompress(data)
-    elif data[:4] == b"\x28\xb5\x2f\xfd":
+    elif kind == ".zst":
+        # Debian's Python has no zstd module before 3.14
         data = subprocess.run(["zstd", "-dc", path], check=True, capture_output=True).stdout
     return data
 
@@ -196,6 +212,44 @@ def module_name(path):
         if kv.startswith(b"name="):
             return kv[5:].decode()
     return Path(path).name.split(".ko")[0].replace("-", "_")
+
+
+def section_size(path, name):
+    """`guest.py secsize FILE NAME`: the size of section NAME of module FILE, 0 without one."""
+    sec = elf_file(strip_signature(read_module(path))[0]).get_section_by_name(name)
+    return 0 if sec is None else sec["sh_size"]
+
+
+def module_state(path, out):
+    """`guest.py modstate FILE OUT`: write the ELF image of module FILE as
+    the kernel sees it (decompressed, an appended signature cut off into
+    OUT.p7s) to OUT; return "RELOCS WORDS WHAT": the entries of the
+    relocation section of __mcount_loc, the words of __mcount_loc, and
+    what the file is (compression, signature)."""
+    raw = open(path, "rb").read()
+    kind = compression(raw)
+    # The name says the compression to packagers and kmod: it must be the one.
+    if not str(path).endswith(".ko" + kind):
+        raise ValueError(f"not named *.ko{kind}, as its {kind[1:] or 'uncompressed'} content is")
+    data = read_module(path)
+    what = {"": "plain", ".gz": "gzip-compressed", ".zst": "zstd-compressed", ".xz": "xz-compressed"}[kind]
+    if kind == ".xz":
+        what += f" (check: {XZ_CHECKS.get(raw[7] & 15, 'unknown')})"
+    image, signed = strip_signature(data)
+    if signed:
+        sig_len = len(data) - len(image) - 12 - len(SIG_MARKER)
+        Path(f"{out}.p7s").write_bytes(data[len(image):len(image) + sig_len])
+        what += f", signed (PKCS#7 {sig_len} bytes; ELF image {len(image)} of {len(data)} bytes)"
+    else:
+        what += ", unsigned"
+    Path(out).write_bytes(image)
+    elf = elf_file(image)
+    secs = list(elf.iter_sections())
+    loc = next((i for i, s in enumerate(secs) if s.name == "__mcount_loc"), None)
+    if loc is None:
+        raise ValueError("no __mcount_loc section")
+    relocs = sum(s.num_relocations() for s in secs if isinstance(s, RelocationSection) and s["sh_info"] == loc)
+    return f"{relocs} {secs[loc]['sh_size'] // (elf.elfclass // 8)} {what}"
 
 
 # --- the host side of the drivers ----------------------------------------------------------
@@ -276,5 +330,10 @@ def debian_kernel(suite, debarch, arch, mods, env=None):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "modname":
         print(module_name(sys.argv[2]))
+    elif len(sys.argv) == 4 and sys.argv[1] in ("modstate", "secsize"):
+        try:
+            print((module_state if sys.argv[1] == "modstate" else section_size)(*sys.argv[2:]))
+        except (OSError, ValueError, lzma.LZMAError, ELFError, subprocess.CalledProcessError) as e:
+            sys.exit(f"guest.py {sys.argv[1]}: {sys.argv[2]}: {e}")
     else:
         sys.exit(__doc__)

@@ -69,14 +69,11 @@ inst=$(find "$W/modules/$ZWM_KVER" -name 'zwm_test.ko*' -type f -print -quit)
 dk status1 status "$v" || true
 show "$W/status1.log" "dkms status: "
 expect_processed "$inst" "DKMS-installed ${inst#"$W/modules/"}"
-e=$W/installed.elf
-elf_copy "$inst" "$e" >/dev/null
-[ -s "$e.p7s" ] || fail "the installed module is not signed"
+[ -s "$ELF.p7s" ] || fail "the installed module is not signed"
 openssl x509 -inform DER -in "$mok_certificate" -out "$W/mok.pem" || fail "cannot read the MOK certificate"
-openssl cms -verify -binary -inform DER -in "$e.p7s" -content "$e" -certfile "$W/mok.pem" -noverify -out /dev/null 2>"$W/verify.err" ||
+openssl cms -verify -binary -inform DER -in "$ELF.p7s" -content "$ELF" -certfile "$W/mok.pem" -noverify -out /dev/null 2>"$W/verify.err" ||
 	{ show "$W/verify.err"; fail "the DKMS signature does not verify over the processed ELF image"; }
-sections=$(readelf -S -W "$e") || fail "readelf -S $e failed"
-! grep -q '\.debug_info' <<<"$sections" || fail "DKMS did not strip -g the module"
+[ "$(python3 "$GUEST/guest.py" secsize "$ELF" .debug_info)" = 0 ] || fail "DKMS did not strip -g the module"
 ok "installed module: processed, stripped (no .debug_info), DKMS signature verifies over the processed bytes (openssl cms -verify)"
 
 dk remove1 remove 1.0 --all --no-depmod || { show "$W/remove1.log"; fail "dkms remove 1.0 failed"; }

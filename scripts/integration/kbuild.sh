@@ -27,7 +27,7 @@ esac
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 suite_init "$suite"
-need_cmd make gcc-12 ld readelf git
+need_cmd make gcc-12 ld git python3
 [ "$from" = host ] || need_cmd pahole
 
 hook=$ZWM_ROOT/usr/sbin/install-kbuild-hook
@@ -211,7 +211,7 @@ btf_ran() {
 		grep -qxF "  BTF [M] $kname" "$W/$1.out"
 	fi
 }
-btf_size() { local h; h=$(readelf -S -W "$ko" | awk '{ for (i = 1; i < NF; i++) if ($i == ".BTF") print $(i + 4) }'); echo $((16#${h:-0})); }
+btf_size() { python3 "$GUEST/guest.py" secsize "$ko" .BTF; }
 # the BTF step ran where the release runs it, and (with a vmlinux) the
 # module has .BTF
 btf_ok() {
