@@ -41,18 +41,6 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.is_dir() {
-            files(&path, out);
-        } else if !name.ends_with(".md") {
-            out.push(path);
-        }
-    }
-}
-
 /// The code lines of TEXT that look like a parser of the human lines.
 fn human_parsing(text: &str) -> Vec<String> {
     text.lines()
@@ -67,14 +55,9 @@ fn human_parsing(text: &str) -> Vec<String> {
 
 /// The harness of the tree at ROOT: what parses the human lines, by file.
 fn offenders(root: &Path) -> Vec<(String, Vec<String>)> {
-    let mut all = Vec::new();
-    for dir in ["scripts", "dist", "bench/kernel-pass"] {
-        if root.join(dir).is_dir() {
-            files(&root.join(dir), &mut all);
-        }
-    }
+    let mut all = common::harness_files(root);
+    all.retain(|p| p.extension().is_none_or(|e| e != "md"));
     assert!(all.len() > 30, "only {} harness files under {}: the wrong tree?", all.len(), root.display());
-    all.sort();
     all.into_iter()
         .filter_map(|p| {
             let text = String::from_utf8_lossy(&fs::read(&p).ok()?).into_owned();

@@ -10,6 +10,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 /// The lines (joined across `|` and `\` continuations) that pipe into a
 /// quiet grep.
 fn quiet_grep_pipes(text: &str) -> Vec<String> {
@@ -54,23 +56,9 @@ fn pipes_into_quiet_grep(line: &str) -> bool {
     false
 }
 
-/// Every file under DIR, Python's bytecode caches left out.
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            if path.file_name().is_none_or(|n| n != "__pycache__") {
-                files_under(&path, out);
-            }
-        } else {
-            out.push(path);
-        }
-    }
-}
-
 fn shell_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut all = Vec::new();
-    files_under(dir, &mut all);
+    common::files_under(dir, &mut all);
     out.extend(all.into_iter().filter(|p| {
         let name = p.file_name().unwrap().to_string_lossy();
         !name.ends_with(".py") && !name.ends_with(".pyc") && !name.ends_with(".c")
@@ -457,11 +445,7 @@ fn ktap_readers(text: &str) -> Vec<String> {
 #[test]
 fn only_the_selftests_report_reads_ktap() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for dir in ["scripts", "dist", "bench/kernel-pass"] {
-        files_under(&root.join(dir), &mut files);
-    }
-    files.sort();
+    let files = common::harness_files(root);
     let report = root.join("scripts/kernel-selftests/report.py");
     assert!(files.contains(&report), "report.py not among {} files", files.len());
     let mut readers = Vec::new();

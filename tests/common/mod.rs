@@ -11,7 +11,7 @@
 
 use std::ffi::OsStr;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use object::write::{Object, Relocation, SectionId, Symbol, SymbolId, SymbolSection};
@@ -42,6 +42,34 @@ pub fn tool<S: AsRef<OsStr>>(args: &[S]) -> Output {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Every file under DIR, Python's bytecode caches left out.
+pub fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_none_or(|n| n != "__pycache__") {
+                files_under(&path, out);
+            }
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+/// The harness's files in the tree at ROOT (scripts/, dist/,
+/// bench/kernel-pass/ and the autopkgtests, those it has), sorted: what
+/// the scans of `tests/scripts.rs` and `tests/harness_reads_json.rs` read.
+pub fn harness_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["scripts", "dist", "bench/kernel-pass", "debian/tests"] {
+        if root.join(dir).is_dir() {
+            files_under(&root.join(dir), &mut files);
+        }
+    }
+    files.sort();
+    files
 }
 
 pub const VERMAGIC: &str = "7.2.0 SMP preempt mod_unload modversions";
