@@ -95,6 +95,7 @@ if [ ${#MISSING[@]} -gt 0 ] && [ "$install" != 1 ]; then
 	die "missing packages: ${MISSING[*]} (rerun without --no-install, or apt-get install them)"
 fi
 install_packages "${MISSING[@]}"
+need_elftools
 
 # --- scratch --------------------------------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/zwm-integration.XXXXXX")

@@ -60,6 +60,7 @@ work=$(work_dir "${work:-${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-debu
 missing_packages "${KBUILD_NEEDS[@]}" "cpio cpio" "qemu-system-x86_64 qemu-system-x86" \
     "/bin/busybox busybox-static" "/usr/lib/python3/dist-packages/elftools python3-pyelftools"
 install_packages "${MISSING[@]}"
+need_elftools
 [ $build_only = 0 ] || [ $boot_only = 0 ] || die "--build-only and --boot-only exclude each other"
 kernels="series broken"
 [ $stock = 0 ] || kernels="$kernels stockftrace"

@@ -112,6 +112,7 @@ needs=("git git" "python3 python3" "xz xz-utils")
     "/usr/lib/python3/dist-packages/elftools python3-pyelftools")
 missing_packages "${needs[@]}"
 install_packages "${MISSING[@]}"
+[ $quick = 1 ] || need_elftools
 
 # --- the source ------------------------------------------------------------------
 # --suite: the release's source from that suite (lib.sh's SOURCES maps a

@@ -86,6 +86,14 @@ install_packages() {
     "${apt[@]}" install -y -q --no-install-recommends "$@" >&2 || die "apt-get install $* failed"
 }
 
+# Debian's python3-pyelftools serves Debian's python3 alone: a python3 found
+# first on PATH (pyenv's, a virtualenv) may lack it, and guest.py would then
+# die in a traceback after the kernel build.  Say so before anything runs.
+need_elftools() {
+    python3 -c 'import elftools' 2>/dev/null ||
+        die "$(command -v python3) cannot import elftools: python3-pyelftools is installed for /usr/bin/python3 (put that python3 first on PATH, or run: pyenv global system)"
+}
+
 find_tool() {
     local tool=${1:-}
     if [ -n "$tool" ]; then
