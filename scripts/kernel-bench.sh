@@ -191,7 +191,6 @@ restore() {
     put "$mc" "$v/main.series.c"
 }
 trap restore EXIT
-built=0
 for k in $kernels; do
     stamp=$(cat "$v/$k"/include/linux/module.h "$v/$k"/kernel/module/kallsyms.c "$v/$k"/kernel/trace/ftrace.c \
         "$v/main.bench.c" "$obj/.config" "${PATCHES[@]}" | sha256sum | cut -d' ' -f1)
@@ -206,16 +205,8 @@ for k in $kernels; do
     cp "$obj/arch/x86/boot/bzImage" "$work/kernels/$k.bzImage"
     echo "$stamp" > "$work/kernels/$k.stamp"
     log "$k kernel built in $BUILD_SECS s"
-    built=1
 done
 restore
-# The tree is kernel-e2e's (or the amdgpu one): its bzImage is now the last
-# variant's, which kernel-e2e.sh and kernel-selftests.sh would boot as the
-# series.  Build the series back into it.
-if [ $built = 1 ]; then
-    log "rebuilding the series into the tree (incremental; log in $work/kernels/restore.log)"
-    build_kernel "the series kernel" "$work/kernels/restore.log" -C "$src" O="$obj" ARCH=x86_64 bzImage
-fi
 
 # --- modules -----------------------------------------------------------------------
 rm -rf "$m"; mkdir -p "$m/deps"
