@@ -55,50 +55,31 @@ mapfile -t commands < <(readme_commands)
 expected=$(readme_output)
 [ -n "$expected" ] || die "README.md shows no output for the first command (the block after \"It prints\")"
 
-if [ -n "$keep" ]; then
-    mkdir -p "$keep"
-    work=$(cd "$keep" && pwd)
-else
-    work=$(mktemp -d "${TMPDIR:-/tmp}/fresh-check.XXXXXX")
-    trap 'rm -rf --one-file-system "$work"' EXIT
-fi
+work=$(work_dir "$keep" "${TMPDIR:-/tmp}/fresh-check.XXXXXX")
+[ -n "$keep" ] || trap 'rm -rf --one-file-system "$work"' EXIT
 root=$work/root
 [ ! -e "$root" ] || die "$root exists; give --keep an empty folder"
 
 start=$SECONDS
 log "mmdebstrap bookworm into $root"
-mmdebstrap --variant=apt --quiet --include=gcc,libc6-dev,make,git,ca-certificates,python3 \
+# The .debs are kept across runs (debian_root; apt checks their hashes).
+APT_CACHE=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/fresh-check
+debian_root "$APT_CACHE" --variant=apt --quiet --include=gcc,libc6-dev,make,git,ca-certificates,python3 \
     bookworm "$root" >"$work/mmdebstrap.log" 2>&1 || { cat "$work/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
 log "root ready in $((SECONDS - start)) s"
 git clone --quiet "$REPO" "$root/root/zero-weak-mcount" || die "git clone of $REPO failed"
 log "clone of HEAD $(git -C "$REPO" rev-parse --short HEAD)"
 
-# One private mount namespace: the bind mounts vanish with it, whatever
-# happens inside.
-inside=$(cat <<'EOF'
-set -euo pipefail
-root=$1 rustup_home=$2 cargo_home=$3
-shift 3
-mkdir -p "$root/dev" "$root/proc" "$root$rustup_home" "$root$cargo_home"
-mount --bind /dev "$root/dev"
-mount --bind /dev/pts "$root/dev/pts"
-mount --bind /proc "$root/proc"
-mount --bind "$rustup_home" "$root$rustup_home"
-mount --bind "$cargo_home" "$root$cargo_home"
+# The host's toolchain, bound at the same paths inside (in_root's BINDS).
 n=0
-for cmd in "$@"; do
-    n=$((n + 1))
-    t=$SECONDS
-    echo "fresh-check: command $n: $cmd" >&2
-    env -i HOME=/root TERM=dumb LANG=C.UTF-8 RUSTUP_HOME="$rustup_home" CARGO_HOME="$cargo_home" \
-        PATH="$cargo_home/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-        chroot "$root" /bin/sh -c "cd /root/zero-weak-mcount && $cmd" >"$root/../out$n.log" 2>&1 ||
-        { echo "fresh-check: command $n failed after $((SECONDS - t)) s: $cmd" >&2; tail -n 40 "$root/../out$n.log" >&2; exit 1; }
-    echo "fresh-check: command $n passed in $((SECONDS - t)) s" >&2
+for cmd in "${commands[@]}"; do
+    n=$((n + 1)) t=$SECONDS
+    log "command $n: $cmd"
+    BINDS="$rustup_home $cargo_home" in_root "$root" "export RUSTUP_HOME=$rustup_home CARGO_HOME=$cargo_home \
+        PATH=$cargo_home/bin:\$PATH && cd /root/zero-weak-mcount && $cmd" >"$work/out$n.log" 2>&1 ||
+        { log "command $n failed after $((SECONDS - t)) s: $cmd"; tail -n 40 "$work/out$n.log" >&2; exit 1; }
+    log "command $n passed in $((SECONDS - t)) s"
 done
-EOF
-)
-unshare --mount --propagation private bash -c "$inside" inside "$root" "$rustup_home" "$cargo_home" "${commands[@]}"
 
 # The tool's own lines of the first command's output (cargo's are
 # indented or start with its verbs).

@@ -260,7 +260,8 @@ build_kernel() {
 #                           ROOT, with /dev, /dev/pts, /proc and APT_CACHE on
 #                           its /var/cache/apt/archives bind-mounted in a
 #                           private mount namespace; NET=none adds a network
-#                           namespace with no interface up
+#                           namespace with no interface up; BINDS="DIR..."
+#                           binds each host DIR at the same path inside
 #   step NAME LOG CMD...    run CMD, its output in LOG, and log its time; on
 #                           failure LOG's tail goes to stderr, then die
 #   report_line FILE        the tool's --format=json report in FILE
@@ -304,15 +305,16 @@ in_root() {
     [ "${NET:-}" != none ] || flags+=(--net)
     unshare "${flags[@]}" bash -c '
         set -e
-        root=$1 cache=$2
-        shift 2
+        root=$1 cache=$2 binds=$3
+        shift 3
         mount --bind /dev "$root/dev"
         mount --bind /dev/pts "$root/dev/pts"
         mount --bind /proc "$root/proc"
         mount --bind "$cache" "$root/var/cache/apt/archives"
+        for d in $binds; do mkdir -p "$root$d"; mount --bind "$d" "$root$d"; done
         exec env -i HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
             PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            chroot "$root" /bin/sh -c "$*"' in_root "$root" "${APT_CACHE:?}" "$@"
+            chroot "$root" /bin/sh -c "$*"' in_root "$root" "${APT_CACHE:?}" "${BINDS:-}" "$@"
 }
 
 report_line() {
