@@ -23,8 +23,8 @@ difference, and the invariant-1 violations: entries the run without
 --kconfig zeroes but the --kconfig run keeps.  Also the count of symbols
 named '$*' or 'L0*' (kallsyms rules of 6.1-6.5 and 7.2 differ on them).
 
-Environment: ZWM (the tool; default target/release/zero-weak-mcount, built
-with cargo), ZWM_CACHE (scripts/fetch-debian-kernel.sh).
+Environment: ZWM (the tool; default target/release/zero-weak-mcount; cargo
+build --release runs either way), ZWM_CACHE (scripts/fetch-debian-kernel.sh).
 Exit status: 0 when no run reports an error and invariant 1 holds in every
 tree, 1 otherwise (also when a tree cannot be fetched or found).
 """
@@ -43,15 +43,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts/guest"))
-import guest  # noqa: E402  (read_module, strip_signature, the ELF layer)
+import guest  # noqa: E402  (read_module, strip_signature, the ELF layer; log, build_tools)
+guest.PROG = "tree-check"
+log = guest.log
 
 DEFAULT_TREES = "sid-amd64 sid-ppc64el trixie-amd64 trixie-ppc64el bookworm-amd64 bookworm-i386 bookworm-ppc64el"
 CACHE = Path(os.environ.get("ZWM_CACHE") or Path.home() / ".cache/zero-weak-mcount")
 MOD_RE = re.compile(r"\.ko(\.(xz|gz|zst))?$")
-
-
-def log(msg):
-    print(f"tree-check: {msg}", file=sys.stderr, flush=True)
 
 
 def modules_under(root):
@@ -276,13 +274,8 @@ def main():
     ap.add_argument("-j", type=int, default=2, dest="jobs")
     args = ap.parse_args()
     os.nice(5)
-    if os.environ.get("ZWM"):
-        tool = os.path.realpath(os.environ["ZWM"])
-    else:
-        log("cargo build --release")
-        if subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO).returncode != 0:
-            sys.exit("tree-check: error: cargo build --release failed")
-        tool = str(REPO / "target/release/zero-weak-mcount")
+    guest.build_tools()
+    tool = guest.ZWM
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="zwm-trees."))
     work.mkdir(parents=True, exist_ok=True)
     log(f"work folder: {work}")
