@@ -31,11 +31,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.enums import ENUM_ST_INFO_TYPE
-from elftools.elf.relocation import RelocationSection
-from elftools.elf.sections import SymbolTableSection
+try:
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.enums import ENUM_ST_INFO_TYPE
+    from elftools.elf.relocation import RelocationSection
+    from elftools.elf.sections import SymbolTableSection
+except ModuleNotFoundError:
+    # Debian's python3-pyelftools serves /usr/bin/python3 alone; a python3
+    # first on PATH (pyenv's, a virtualenv) lacks it.  One line, not a
+    # traceback in whichever report imported this (lib.sh's need_elftools).
+    sys.exit(f"{sys.executable} cannot import elftools: python3-pyelftools is "
+             "installed for /usr/bin/python3 (put that python3 first on PATH, "
+             "or run: pyenv global system)")
 
 MARK = "@@ZWM "
 # What no clean boot prints in its kernel log: the one list, for every proof
