@@ -150,6 +150,8 @@ build() {
     done
     grep -E 'warning:' "$obj.build.log" | sed "s|$src/||g; s|\\.\\./||g" | sort -u > "$obj.warnings" || true
 }
+# lines FILE: its line count, or - when that side is not built.
+lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo -; fi; }
 fails=()
 {
     echo "| config | compiler and Kconfig facts | stock warnings | series warnings | new in series |"
@@ -161,9 +163,18 @@ for r in $rows; do
         build "$r" "$s" || { fails+=("$r/$s: the build failed (see $work/$r-$s.*.log)"); ok=0; }
     done
     [ $ok = 1 ] || continue
-    new=$(comm -13 "$work/$r-stock.warnings" "$work/$r-series.warnings" 2>/dev/null | wc -l)
-    [ "$new" = 0 ] || fails+=("$r: the series adds $new warning(s): $(comm -13 "$work/$r-stock.warnings" "$work/$r-series.warnings" | head -n 3 | tr '\n' ' ')")
-    echo "| $r | $(tr '\n' ';' < "$work/$r-series.facts") | $(wc -l < "$work/$r-stock.warnings") | $(wc -l < "$work/$r-series.warnings") | $new |" >> "$work/matrix.md"
+    # A side may come from an earlier run (--sides builds only some); a row
+    # with one side missing is shown, not compared.
+    stock=$work/$r-stock.warnings series=$work/$r-series.warnings new=-
+    if [ -f "$stock" ] && [ -f "$series" ]; then
+        new=$(comm -13 "$stock" "$series" | wc -l)
+        [ "$new" = 0 ] || fails+=("$r: the series adds $new warning(s): $(comm -13 "$stock" "$series" | head -n 3 | tr '\n' ' ')")
+    else
+        log "$r: not compared, a side is not built yet (--sides \"stock series\" builds both)"
+    fi
+    facts=$work/$r-series.facts
+    [ -f "$facts" ] || facts=$work/$r-stock.facts
+    echo "| $r | $(tr '\n' ';' < "$facts") | $(lines "$stock") | $(lines "$series") | $new |" >> "$work/matrix.md"
 done
 cat "$work/matrix.md"
 if [ ${#fails[@]} -gt 0 ]; then
