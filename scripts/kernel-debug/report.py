@@ -5,11 +5,12 @@
 The series boot passes when its stress payload finished every round with
 every load and unload successful, and its kernel log holds no splat
 (guest.py's BAD lines), no panic and no taint. The broken boot, whose pass
-allocates with GFP_KERNEL inside rcu_read_lock(), must show the debug
-checks catching it: "BUG: sleeping function called from invalid context"
-in an insmod (with ftrace_mod_explained_locs() in its trace where the
-console shows it). Otherwise the checks are not
-live and the clean series boot proves nothing. STOCK-BOOT, the same
+allocates with GFP_KERNEL in ftrace_mod_mark_sites(), the callback that
+module_kallsyms_walk_text() calls under rcu_read_lock(), must show the
+debug checks catching it: "BUG: sleeping function called from invalid
+context" in an insmod (with that callback in its trace where the console
+shows it). Otherwise the checks are not live and the clean series boot
+proves nothing. STOCK-BOOT, the same
 kernel with 7.2's own ftrace.c (--stock-control), is described, not
 judged: it tells whether a failure is the series' or the environment's."""
 import sys
@@ -66,7 +67,7 @@ def main():
     caught = [i for i, ln in enumerate(dmesg) if CAUGHT in ln]
     # The console runs at loglevel 4, so the trace itself may not be there;
     # the task is: only an insmod runs the pass.
-    named = any("ftrace_mod_explained_locs" in ln or "name: insmod" in ln
+    named = any("ftrace_mod_mark_sites" in ln or "name: insmod" in ln
                 for i in caught for ln in dmesg[i:i + 40])
     if not caught or not named:
         fails.append("broken: the sleeping allocation under RCU was not reported: the debug checks are not live")
