@@ -177,7 +177,8 @@ series_source() {
 unpack_tree() {
     local dir=$1 series=$2 stamp
     stamp=$(stat -c '%s %Y' "$TARBALL")
-    [ "$series" = 0 ] || stamp="$stamp $(cat "${PATCHES[@]}" | sha256sum)"
+    # Only the diffs count: a reworded changelog must not cost a cold build.
+    [ "$series" = 0 ] || stamp="$stamp $(awk 'FNR == 1 {d = 0} /^diff --git / {d = 1} d' "${PATCHES[@]}" | sha256sum)"
     if [ -f "$dir/.zwm-stamp" ] && [ "$(cat "$dir/.zwm-stamp")" = "$stamp" ]; then
         return 0
     fi
