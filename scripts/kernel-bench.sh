@@ -27,7 +27,8 @@
 # All get time.patch, which prints what ftrace costs each load
 # (ftrace_module_init() and ftrace_module_enable(), in ns).  Each is an
 # incremental rebuild of the series object tree; the series' files and
-# main.c are put back on exit.  module.h keeps the series tree's mtime
+# main.c are put back on exit, and the series' image is built again after
+# the last kernel, so the tree is left as kernel-e2e made it.  module.h keeps the series tree's mtime
 # whichever kernel's copy is in place: every candidate adds only
 # declarations there (v2 also an inline stub for kernels without kallsyms,
 # which this config is not), so no other object's code depends on which
@@ -191,6 +192,7 @@ restore() {
     put "$mc" "$v/main.series.c"
 }
 trap restore EXIT
+built=0
 for k in $kernels; do
     stamp=$(cat "$v/$k"/include/linux/module.h "$v/$k"/kernel/module/kallsyms.c "$v/$k"/kernel/trace/ftrace.c \
         "$v/main.bench.c" "$obj/.config" "${PATCHES[@]}" | sha256sum | cut -d' ' -f1)
@@ -205,8 +207,17 @@ for k in $kernels; do
     cp "$obj/arch/x86/boot/bzImage" "$work/kernels/$k.bzImage"
     echo "$stamp" > "$work/kernels/$k.stamp"
     log "$k kernel built in $BUILD_SECS s"
+    built=1
 done
 restore
+# kernel-e2e's tree must go back holding the series' own image too, as
+# kernel-e2e leaves it after its broken kernel: kernel-selftests.sh
+# --no-build and kernel-e2e's boots take obj-series as they find it.
+if [ $amdgpu = 0 ] && [ $built = 1 ]; then
+    log "building the series kernel again (incremental; log in $work/kernels/series-again.log)"
+    build_kernel "the series kernel (again, after the variants)" "$work/kernels/series-again.log" \
+        -C "$src" O="$obj" ARCH=x86_64 bzImage
+fi
 
 # --- modules -----------------------------------------------------------------------
 rm -rf "$m"; mkdir -p "$m/deps"
