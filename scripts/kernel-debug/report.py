@@ -73,7 +73,7 @@ def main():
         fails.append("broken: the sleeping allocation under RCU was not reported: the debug checks are not live")
     else:
         rcu = sum(RCU_CAUGHT in ln for ln in dmesg)
-        lines.append(f"broken (negative control): caught at {len(caught)} loads: {dmesg[caught[0]].strip()}"
+        lines.append(f"broken (negative control): caught, {len(caught)} reports in insmod, the first: {dmesg[caught[0]].strip()}"
                      + (f"; and PROVE_RCU, {rcu}x: {RCU_CAUGHT}" if rcu else ""))
     if len(sys.argv) > 5:
         line, stock_fails = clean_run("stock ftrace.c (control, not judged)", sys.argv[5])
