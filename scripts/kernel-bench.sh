@@ -28,13 +28,14 @@
 # (ftrace_module_init() and ftrace_module_enable(), in ns).  Each is an
 # incremental rebuild of the series object tree; the series' files and
 # main.c are put back on exit, and the series' image is built again after
-# the last kernel, so the tree is left as kernel-e2e made it.  module.h keeps the series tree's mtime
-# whichever kernel's copy is in place: every candidate adds only
-# declarations there (v2 also an inline stub for kernels without kallsyms,
-# which this config is not), so no other object's code depends on which
-# copy it is, and the objects that include it are not all rebuilt for each
-# kernel; kallsyms.c and ftrace.c, which do change, are recompiled.  The
-# patches come from ZWM_BENCH_PATCHES (default scripts/kernel-bench/).
+# the last kernel, so the tree is left as kernel-e2e made it.  module.h keeps
+# the series tree's mtime whichever kernel's copy is in place: every
+# candidate adds only declarations there (v2 also an inline stub for kernels
+# without kallsyms, which this config is not), so no other object's code
+# depends on which copy it is, and the objects that include it are not all
+# rebuilt for each kernel; kallsyms.c and ftrace.c, which do change, are
+# recompiled.  The patches come from ZWM_BENCH_PATCHES (default
+# scripts/kernel-bench/).
 #
 # Modules, each unchecked (as built), processed (the tool with the tree's
 # config) and stripped (unchecked, then strip --strip-debug, as
@@ -194,8 +195,8 @@ restore() {
 trap restore EXIT
 built=0
 for k in $kernels; do
-    stamp=$(cat "$v/$k"/include/linux/module.h "$v/$k"/kernel/module/kallsyms.c "$v/$k"/kernel/trace/ftrace.c \
-        "$v/main.bench.c" "$obj/.config" "${PATCHES[@]}" | sha256sum | cut -d' ' -f1)
+    stamp=$({ cat "$v/$k"/include/linux/module.h "$v/$k"/kernel/module/kallsyms.c "$v/$k"/kernel/trace/ftrace.c \
+        "$v/main.bench.c" "$obj/.config"; series_diffs; } | sha256sum | cut -d' ' -f1)
     if [ -f "$work/kernels/$k.stamp" ] && [ "$(cat "$work/kernels/$k.stamp")" = "$stamp" ] &&
         [ -f "$work/kernels/$k.bzImage" ]; then
         continue

@@ -174,11 +174,14 @@ series_source() {
     [ ${#PATCHES[@]} -gt 0 ] || die "no ${ZWM_SERIES:-$REPO/kernel}/NNNN-*.patch"
 }
 
+# series_diffs: the series' diffs without their changelogs, for the stamps
+# of what is built from it: a reworded message must not cost a rebuild.
+series_diffs() { awk 'FNR == 1 {d = 0} /^diff --git / {d = 1} d' "${PATCHES[@]}"; }
+
 unpack_tree() {
     local dir=$1 series=$2 stamp
     stamp=$(stat -c '%s %Y' "$TARBALL")
-    # Only the diffs count: a reworded changelog must not cost a cold build.
-    [ "$series" = 0 ] || stamp="$stamp $(awk 'FNR == 1 {d = 0} /^diff --git / {d = 1} d' "${PATCHES[@]}" | sha256sum)"
+    [ "$series" = 0 ] || stamp="$stamp $(series_diffs | sha256sum)"
     if [ -f "$dir/.zwm-stamp" ] && [ "$(cat "$dir/.zwm-stamp")" = "$stamp" ]; then
         return 0
     fi
