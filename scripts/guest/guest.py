@@ -46,6 +46,8 @@ except ModuleNotFoundError:
              "or run: pyenv global system)")
 
 MARK = "@@ZWM "
+# What /init writes to the kernel log first (scripts/guest/init).
+START = "zwm-e2e: start"
 # What no clean boot prints in its kernel log: the one list, for every proof
 # that boots (make e2e and the kernel proofs alike); bad_lines() applies it.
 BAD = ("WARNING:", "BUG:", "Oops", "ftrace bug", "ftrace failed", "Call Trace")

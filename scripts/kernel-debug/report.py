@@ -44,7 +44,7 @@ def clean_run(name, boot_dir, rounds=None):
     # After /init the console shows errors only, so the log printed at the
     # end is the judge; a long boot can wrap the ring buffer past /init's
     # mark, and a log without the mark would pass whatever happened.
-    if rep["end"] and not any("zwm-e2e: start" in ln for ln in rep["dmesg"]):
+    if rep["end"] and not any(guest.START in ln for ln in rep["dmesg"]):
         fails.append(f"{name}: the kernel log lost /init's mark (its ring buffer wrapped): nothing to judge")
     line = None
     if not rep["end"] or s is None:
