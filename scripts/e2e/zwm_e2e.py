@@ -149,8 +149,10 @@ def classify(rep, timed_out):
             return EXIT_LOAD, f"insmod {m} failed (rc {rep['insmod'][m]})"
     if timed_out:
         return EXIT_TIMEOUT, "timeout: the guest did not power off"
-    if not rep["begin"] or not rep["end"]:
-        return EXIT_REPORT, "report missing or incomplete (no BEGIN/END marker)"
+    if not rep["begin"]:
+        return EXIT_REPORT, "report missing (no BEGIN marker)"
+    if why := guest.unjudged(rep):
+        return EXIT_REPORT, why
     for m in rep["modules"]:
         if m not in rep["insmod"] or m not in rep["aff"]:
             return EXIT_REPORT, f"no insmod result or available_filter_functions section for {m}"

@@ -105,6 +105,20 @@ def bad_lines(lines):
     return [ln.strip() for ln in lines if any(b in ln for b in BAD)]
 
 
+def unjudged(rep):
+    """Why a boot's console cannot be judged, or None: the guest did not
+    finish, or the kernel log it printed at the end (the DMESG block, from
+    /init's mark on) lacks the mark.  The console is quiet after /init, so
+    that log is all a report sees of the kernel; a ring buffer that wrapped
+    past the mark leaves it cut or empty, and it would pass whatever
+    happened."""
+    if not rep["end"]:
+        return "the guest did not finish"
+    if not any(START in ln for ln in rep["dmesg"]):
+        return f"the kernel log lost /init's mark '{START}' (its ring buffer wrapped): nothing to judge"
+    return None
+
+
 def load_times(dmesg):
     """{CASE: [ms...]}: each timed load's time from its printk stamps."""
     times, starts = collections.defaultdict(list), {}

@@ -65,7 +65,7 @@ def parse(boot):
             "aff": {c: (int(a["lines"]), int(a["invalid"]), a["valid-md5"]) for c, a in kv.items()},
             "bad": guest.bad_lines(con["dmesg"]), "ftrace_ns": ftrace_ns(con["dmesg"]),
             "rc": [" ".join(f) for t in ("INSMOD", "RMMOD") for f in guest.marked(con, t) if f[-1] != "rc=0"],
-            "taint": con["taint"], "end": con["end"]}
+            "taint": con["taint"], "unjudged": guest.unjudged(con)}
 
 
 def stats(ms):
@@ -125,8 +125,8 @@ def main():
     fns = collections.defaultdict(list)
     for b, d in zip(boots, dirs):
         k = b["kernel"]
-        if not b["end"]:
-            fails.append(f"{d}: the guest did not finish")
+        if b["unjudged"]:
+            fails.append(f"{d}: {b['unjudged']}")
         fails += [f"{d}: {x}" for x in b["rc"]]
         warns[k] += b["bad"]
         for case, ms in b["times"].items():

@@ -61,7 +61,7 @@ def parse(boot):
             "aff": {name: lines for (t, name), lines in con["blocks"].items() if t == "AFF"},
             "smoke": {f[0]: tuple(int(x.split("=")[1]) for x in f[1:3]) for f in guest.marked(con, "SMOKE")},
             "times": guest.load_times(con["dmesg"]), "dmesg": con["dmesg"],
-            "end": con["end"], "taint": con["taint"]}
+            "unjudged": guest.unjudged(con), "taint": con["taint"]}
 
 
 def judge_boots(boots, fails):
@@ -70,8 +70,8 @@ def judge_boots(boots, fails):
     aff, times, smoke = {}, collections.defaultdict(list), {}
     for b in boots:
         where = f"{b['dir']} ({b['kernel']})"
-        if not b["end"]:
-            fails.append(f"{where}: the guest did not finish")
+        if b["unjudged"]:
+            fails.append(f"{where}: {b['unjudged']}")
         fails += [f"{where}: {' '.join(f)}" for f in b["rc"]]
         if not b["warn"]:
             fails += [f"{where}: dmesg: {x}" for x in guest.bad_lines(b["dmesg"])]

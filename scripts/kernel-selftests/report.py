@@ -105,8 +105,8 @@ def read_boot(d):
 def check_boot(b):
     """What one boot must show on its own."""
     fails, con = [], b["con"]
-    if not con["end"]:
-        fails.append(f"{b['form']}: the guest did not finish ({b['dir']})")
+    if why := guest.unjudged(con):
+        fails.append(f"{b['form']}: {why} ({b['dir']})")
     for f in guest.marked(con, "PRELOAD"):
         if f[-1] != "rc=0":
             fails.append(f"{b['form']}: modprobe {f[0]} failed")
@@ -168,8 +168,8 @@ def weak(out, dirs):
         holds = got == want and invalid == want_invalid
         if not holds:
             fails.append(f"{case}: {got}, invalid line listed: {invalid} (must be {want}, {want_invalid})")
-        if not con["end"]:
-            fails.append(f"{case}: the guest did not finish ({d})")
+        if why := guest.unjudged(con):
+            fails.append(f"{case}: {why} ({d})")
         if not results or plan != results:
             fails.append(f"{case}: ftrace: {results} KTAP results, plan 1..{plan}")
         rows.append(f"| {case} | {kernel} | {form} | {got} | {invalid} | {want}, invalid line {want_invalid} |"

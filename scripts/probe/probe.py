@@ -272,7 +272,7 @@ def facts(boot, module, arch, out):
            "groups": [len(p) for p in pages], "init_high": init_high,
            "workloads": {k: " ".join(v[1:]) for k, v in
                          ((a[0], a) for t, a in rep["markers"] if t == "WORKLOAD")},
-           "panic": rep["panic"], "end": rep["end"], "functions": rows}
+           "panic": rep["panic"], "unjudged": guest.unjudged(rep), "functions": rows}
     Path(out).write_text(json.dumps(res, indent=1) + "\n")
     return res
 
@@ -354,8 +354,8 @@ def row_verdict(stock_p, proc_p, tool_p, out):
                      f"{'MISDIRECTED' if a['predicted_misdirected'] else 'own'} | {a['control_hits']} | "
                      f"{cell(a, 'fprobe')} | {cell(a, 'fentry')} | {cell(b, 'fprobe')} | {cell(b, 'fentry')}")
     for r, tag in ((s, "stock"), (p, "processed")):
-        if r["panic"] or not r["end"]:
-            fails.append(f"{tag}: the guest did not end cleanly: {r['panic'][:3]}")
+        if r["panic"] or r["unjudged"]:
+            fails.append(f"{tag}: the guest did not end cleanly: {r['unjudged'] or r['panic'][:3]}")
     lines.append(f"at risk (replay): {len(risk)} {sorted(risk)}")
     lines.append(f"predicted misdirected: {sorted(pred)}")
     lines.append(f"stock, fprobe did not reach: {sorted(seen_f)}; fentry did not reach: {sorted(seen_b)}")
