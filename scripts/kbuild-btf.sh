@@ -49,7 +49,7 @@
 # ZWM_BUILD_LOCK (if set, every kernel make runs under flock on it).
 #
 # Host needs: make gcc flex bison bc libelf-dev libssl-dev dwarves (pahole
-# >= 1.22) git; installed with apt-get when missing and run as root.
+# >= 1.22) git python3-pyelftools; installed with apt-get when missing and run as root.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -70,8 +70,10 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 t_start=$(date +%s)
 
-missing_packages "${KBUILD_NEEDS[@]}" "git git" "pahole dwarves"
+missing_packages "${KBUILD_NEEDS[@]}" "git git" "pahole dwarves" "python3 python3" \
+    "/usr/lib/python3/dist-packages/elftools python3-pyelftools"
 install_packages "${MISSING[@]}"
+need_elftools
 pv=$(pahole --version | sed -n 's/^v\([0-9]*\)\.\([0-9]*\).*/\1\2/p')
 [ -n "$pv" ] && [ "$pv" -ge 122 ] || die "pahole $(pahole --version) is older than 1.22, which 7.2's DEBUG_INFO_BTF needs"
 
@@ -142,36 +144,25 @@ rm -rf "$ext"; mkdir -p "$ext"
 cp "$REPO"/testdata/zwm_test/Kbuild "$REPO"/testdata/zwm_test/*.[ch] "$ext/"
 declare -A secs=()
 step=""
-# build NAME [MAKE-ARGS...]: the whole tree (vmlinux modules), logged to WORK/NAME.log
-build() {
+# step_make NAME MAKE-ARGS...: one make of the checks, logged to WORK/NAME.log
+# and timed, with a fresh log of the tool's calls
+step_make() {
     local n=$1 t0 rc=0
     shift
     step=$n
     : >"$work/calls.log"
     t0=$(date +%s)
-    kmake -j"$JOBS" ZERO_WEAK_MCOUNT="$tool" "$@" vmlinux modules >"$work/$n.log" 2>&1 || rc=$?
+    kmake -j"$JOBS" ZERO_WEAK_MCOUNT="$tool" "$@" >"$work/$n.log" 2>&1 || rc=$?
     secs[$n]=$(( $(date +%s) - t0 ))
     return $rc
 }
-# extbuild NAME [MAKE-ARGS...]: the external module against the tree
-extbuild() {
-    local n=$1 t0 rc=0
-    shift
-    step=$n
-    : >"$work/calls.log"
-    t0=$(date +%s)
-    kmake -j"$JOBS" M="$ext" ZERO_WEAK_MCOUNT="$tool" "$@" modules >"$work/$n.log" 2>&1 || rc=$?
-    secs[$n]=$(( $(date +%s) - t0 ))
-    return $rc
-}
+# build NAME [MAKE-ARGS...]: the whole tree; extbuild: the external module against it
+build() { step_make "$@" vmlinux modules; }
+extbuild() { step_make "$@" M="$ext" modules; }
 fail() { sed 's/^/    | /' "$work/$step.log" | tail -n 40 >&2; die "$step: $*"; }
 mods() { sed 's/\.o$/.ko/' "$obj/modules.order"; }
 # sect_size KO NAME: the section's size in bytes (0 if it has none)
-sect_size() {
-    local h
-    h=$(readelf -S -W "$1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) print $(i + 4) }')
-    echo $((16#${h:-0}))
-}
+sect_size() { python3 "$GUEST/guest.py" secsize "$1" "$2"; }
 has_btf() { [ "$(sect_size "$1" .BTF)" -gt 0 ]; }
 quiet_line() { grep -qxF "  $1 $2" "$work/$step.log"; }
 called_on() { grep -q " $1\$" "$work/calls.log"; }
