@@ -11,9 +11,13 @@
  *   - N madvise(MADV_DONTNEED) on the second slot's memory: each is an
  *     mmu notifier invalidation of the VM's mm
  *     (virt/kvm/kvm_main.c kvm_mmu_notifier_invalidate_range_start/_end);
- *   - N KVM_RUN of a vCPU whose real-mode code is "hlt; jmp .-1" with
- *     interrupts off: each run halts in the kernel
- *     (virt/kvm/kvm_main.c kvm_vcpu_halt) until a SIGALRM ends it (EINTR).
+ *   - N KVM_RUN of a vCPU put in the halted state (KVM_SET_MP_STATE) with
+ *     interrupts off: each run goes straight to the kernel's halt
+ *     (arch/x86/kvm/x86.c vcpu_block, virt/kvm/kvm_main.c kvm_vcpu_halt)
+ *     and stays there until a SIGALRM ends it (EINTR).  The vCPU never
+ *     enters the guest: a vCPU that had to run guest code to its hlt
+ *     first could be interrupted before it (a loaded host, nested SVM
+ *     under TCG), and then kvm_vcpu_halt ran fewer times than counted.
  *
  * Usage: kvmdrive [N]   (default 3).  Prints "kvmdrive: ok irqfd=N
  * madvise=N halt=N" when everything did what it should, else a line that
@@ -53,8 +57,7 @@ int main(int argc, char **argv)
 	int kvm, vm, vcpu, efd, i, halts = 0, runsz;
 	uint8_t *mem0, *mem1;
 	struct kvm_run *run;
-	struct kvm_sregs sregs;
-	struct kvm_regs regs;
+	struct kvm_mp_state halted = { .mp_state = KVM_MP_STATE_HALTED };
 	struct kvm_irqfd irqfd;
 	struct sigaction sa;
 	struct itimerval it;
@@ -69,10 +72,6 @@ int main(int argc, char **argv)
 	mem1 = mmap(NULL, SLOT1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem0 == MAP_FAILED || mem1 == MAP_FAILED)
 		die("mmap");
-	/* hlt; jmp back to the hlt */
-	mem0[0x1000] = 0xf4;
-	mem0[0x1001] = 0xeb;
-	mem0[0x1002] = 0xfd;
 	struct kvm_userspace_memory_region r0 = {
 		.slot = 0, .guest_phys_addr = 0, .memory_size = SLOT0,
 		.userspace_addr = (uintptr_t)mem0,
@@ -123,18 +122,14 @@ int main(int argc, char **argv)
 			die("madvise");
 	}
 
-	/* halt: each KVM_RUN blocks in kvm_vcpu_halt until SIGALRM. */
-	if (ioctl(vcpu, KVM_GET_SREGS, &sregs) < 0)
-		die("KVM_GET_SREGS");
-	sregs.cs.base = 0;
-	sregs.cs.selector = 0;
-	if (ioctl(vcpu, KVM_SET_SREGS, &sregs) < 0)
-		die("KVM_SET_SREGS");
-	memset(&regs, 0, sizeof(regs));
-	regs.rip = 0x1000;
-	regs.rflags = 2;
-	if (ioctl(vcpu, KVM_SET_REGS, &regs) < 0)
-		die("KVM_SET_REGS");
+	/*
+	 * halt: each KVM_RUN blocks in kvm_vcpu_halt until SIGALRM.  A new
+	 * vCPU has interrupts off (RFLAGS 0x2), so nothing wakes it but the
+	 * signal; were it runnable, it would enter the guest at the reset
+	 * vector, outside guest memory, and KVM_RUN would return 0 (below).
+	 */
+	if (ioctl(vcpu, KVM_SET_MP_STATE, &halted) < 0)
+		die("KVM_SET_MP_STATE");
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sigaction(SIGALRM, &sa, NULL);
