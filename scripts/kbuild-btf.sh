@@ -49,7 +49,8 @@
 # ZWM_BUILD_LOCK (if set, every kernel make runs under flock on it).
 #
 # Host needs: make gcc flex bison bc libelf-dev libssl-dev dwarves (pahole
-# >= 1.22) git python3-pyelftools; installed with apt-get when missing and run as root.
+# >= 1.22) git python3-pyelftools; installed with apt-get when missing and
+# run as root.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
