@@ -227,9 +227,13 @@ kernel_config() {
 
 JOBS=${ZWM_JOBS:-$(( $(nproc) + 1 ))}
 # What every kernel build needs on the host, as missing_packages entries.
+# gawk too, though mawk builds a kernel: x86's generated cpufeaturemasks.h
+# lists the same lines in another order under each, so a host whose awk
+# turns from mawk to gawk (installing gawk does that, and kernel-selftests
+# needs it for its guest) rebuilds every object of every tree once.
 # shellcheck disable=SC2034 # for the scripts that source this file
 KBUILD_NEEDS=("make make" "gcc gcc" "flex flex" "bison bison" "bc bc" "patch patch" "xz xz-utils"
-    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev")
+    "/usr/include/gelf.h libelf-dev" "/usr/include/openssl/evp.h libssl-dev" "/usr/bin/gawk gawk")
 kernel_make() {
     local out=$1
     shift
