@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # kernel-e2e.sh — prove the kernel half (kernel/*.patch) in real kernels.
 #
-#   scripts/kernel-e2e.sh [--arch x86_64|ppc64le] [--release 7.2|7.3] [--suite SUITE]
+#   scripts/kernel-e2e.sh [--arch x86_64|ppc64le|aarch64] [--release 7.2|7.3] [--suite SUITE]
 #                         [--quick] [--build-only] [--work DIR] [--rounds N] [--loads N]
 #
 # --quick (what .ci/run can always afford, about a minute): the series
@@ -13,7 +13,8 @@
 # Full run, for one arch (a row of ROWS below):
 #   1. build the row's kernels from that source with its config
 #      (scripts/kernel-e2e/config*.sh): x86_64 builds stock and series,
-#      ppc64le (a cross build of most of an hour) the series alone.  The
+#      ppc64le (a cross build of most of an hour) the series alone,
+#      aarch64 stock and series and stops there (KVM is built in).  The
 #      series changes no config option: the two .config files must be
 #      identical, and so are the modules either build makes;
 #   2. collect kvm.ko (and what it needs first) from one build in four
@@ -69,6 +70,7 @@ PROG=kernel-e2e DIE_STATUS=2
 ROWS="
 x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
 ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  series        arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
+aarch64 arm64   aarch64-linux-gnu-      config.sh          stock,series  -                        -                      1 1   600   gcc-aarch64-linux-gnu        qemu-system-arm
 "
 arch=x86_64 release=7.2 suite='' quick=0 build_only=0 rounds='' loads='' work=''
 while [ $# -gt 0 ]; do
@@ -85,7 +87,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 row=$(awk -v a="$arch" '$1 == a' <<<"$ROWS")
-[ -n "$row" ] || die "unknown arch $arch (x86_64|ppc64le)"
+[ -n "$row" ] || die "unknown arch $arch (x86_64|ppc64le|aarch64)"
 read -r _ karch cross config kernels kvm_path dep def_rounds def_loads boot_timeout cc_pkg qemu_pkg <<<"$row"
 [ "$cross" != - ] || cross=
 kernels=${kernels//,/ }
@@ -147,28 +149,27 @@ ZWM=$(find_tool "${ZWM:-}") || exit 2
 # --- the kernels -------------------------------------------------------------------
 declare -A build_secs
 image=$("$GUEST/run.sh" --image "$arch")
-# The series' ftrace.c, from the tarball and the series: the negative
-# control below patches the tree's for a while, and an interrupted run may
-# have left it so, which the series build must not take for the series.
-ft=$work/src-series/kernel/trace/ftrace.c
-rm -rf "$work/ftrace-tree"; mkdir -p "$work/ftrace-tree/kernel/trace"
-tar -xJf "$TARBALL" -O "$TARDIR/kernel/trace/ftrace.c" > "$work/ftrace-tree/kernel/trace/ftrace.c"
-(cd "$work/ftrace-tree" && git apply --include=kernel/trace/ftrace.c "${PATCHES[@]}") ||
-    die "the series does not apply to ftrace.c"
-cp "$work/ftrace-tree/kernel/trace/ftrace.c" "$work/ftrace.series.c"
+# A variant (below) patches a tree's files for a while and keeps their
+# originals in WORK/orig-TREE; an interrupted run leaves them there, and
+# they go back (copied: newer than any object) before the tree is built.
+unpatch() { # TREE
+    local o=$work/orig-$1
+    [ -d "$o" ] || return 0
+    cp -r "$o"/. "$work/src-$1"/
+    rm -rf "$o"
+}
 build() { # NAME
     local name=$1 src=$work/src-$1 obj=$work/obj-$1
     unpack_tree "$src" "$([ "$name" = series ] && echo 1 || echo 0)"
-    if [ "$name" = series ] && ! cmp -s "$work/ftrace.series.c" "$ft"; then
-        cp "$work/ftrace.series.c" "$ft"
-    fi
-    kernel_config "$config" "$src" "$obj" ${cross:+CROSS_COMPILE=$cross}
+    unpatch "$name"
+    kernel_config "$config" "$src" "$obj" ARCH="$karch" ${cross:+CROSS_COMPILE=$cross}
     log "building the $name kernel (make -j$JOBS, log in $obj.log)"
     build_kernel "the $name kernel" "$obj.log" "${mk[@]}" -C "$src" O="$obj" "$(basename "$image")" modules
     build_secs[$name]=$BUILD_SECS
     log "$name kernel built in ${build_secs[$name]} s"
 }
 for k in $kernels; do build "$k"; done
+echo "${mk[*]}" > "$work/make-vars"  # for what kernel-selftests.sh builds against them
 se=$work/obj-series
 kernel_has() { [[ " $kernels " = *" $1 "* ]]; }
 if kernel_has stock; then
@@ -178,22 +179,40 @@ elif [ -n "$cross" ]; then
         die "the series config lacks CONFIG_MPROFILE_KERNEL=y (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
 fi
 
-# The negative control: the series with its pass broken, an incremental
-# rebuild of the series tree; the series ftrace.c is put back on exit.
-stamp=$(cat "$work/ftrace.series.c" "$REPO/scripts/kernel-bench/floor.patch" "$se/.config" | sha256sum)
-if [ "$(cat "$work/obj-broken.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/obj-broken/$image" ]; then
-    restore() { cmp -s "$work/ftrace.series.c" "$ft" || { cp "$work/ftrace.series.c" "$ft"; touch "$ft"; }; }
-    trap restore EXIT
-    patch -s "$ft" "$REPO/scripts/kernel-bench/floor.patch" || die "floor.patch does not apply to the series' ftrace.c"
-    log "building the broken series kernel (incremental, log in $work/obj-series.broken.log)"
-    build_kernel "the broken kernel" "$work/obj-series.broken.log" "${mk[@]}" -C "$work/src-series" O="$se" "$(basename "$image")"
-    mkdir -p "$work/obj-broken/$(dirname "$image")"
-    cp "$se/$image" "$work/obj-broken/$image"
-    restore
-    build_kernel "the series kernel (again, after the broken one)" "$work/obj-series.again.log" \
-        "${mk[@]}" -C "$work/src-series" O="$se" "$(basename "$image")"
-    echo "$stamp" > "$work/obj-broken.stamp"
+# variant NAME TREE PATCH: TREE's kernel with PATCH (-p1) applied, built
+# incrementally in TREE's objects, its image kept as WORK/obj-NAME/IMAGE;
+# then TREE's files are put back and its kernel built again.
+variant() {
+    local name=$1 tree=$2 patch=$3 src=$work/src-$2 obj=$work/obj-$2 stamp f
+    stamp=$(cat "$patch" "$obj/.config" "$src/.zwm-stamp" | sha256sum)
+    [ "$(cat "$work/obj-$name.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/obj-$name/$image" ] || return 0
+    mkdir -p "$work/orig-$tree"
+    sed -n 's|^+++ b/||p' "$patch" | while read -r f; do (cd "$src" && cp --parents "$f" "$work/orig-$tree/"); done
+    # shellcheck disable=SC2064 # the tree now: the function's locals are gone on exit
+    trap "unpatch $tree" EXIT
+    (cd "$src" && patch -p1 -s < "$patch") || die "$(basename "$patch") does not apply to the $tree tree"
+    log "building the $name kernel: $tree with $(basename "$patch") (incremental, log in $obj.$name.log)"
+    build_kernel "the $name kernel" "$obj.$name.log" "${mk[@]}" -C "$src" O="$obj" "$(basename "$image")"
+    mkdir -p "$work/obj-$name/$(dirname "$image")"
+    cp "$obj/$image" "$work/obj-$name/$image"
+    unpatch "$tree"; trap - EXIT
+    build_kernel "the $tree kernel (again, after the $name one)" "$obj.again.log" \
+        "${mk[@]}" -C "$src" O="$obj" "$(basename "$image")"
+    echo "$stamp" > "$work/obj-$name.stamp"
+}
+# The lookup kernel: stock with the series' first patch alone, the
+# ftrace_location() fix, for patch 5's selftest with the dead record kept.
+! kernel_has stock || variant lookup stock "${PATCHES[0]}"
+
+# arm64 builds KVM in: no kvm.ko to load.  Its proof is patch 5's selftest
+# (kernel-selftests.sh --arch aarch64), with the stock kernel as the control.
+if [ "$kvm_path" = - ]; then
+    log "built; no kvm.ko on $arch: kernel-selftests.sh --arch $arch --forms '' boots these"
+    exit 0
 fi
+
+# The negative control: the series with its pass broken (floor.patch).
+variant broken series "$REPO/scripts/kernel-bench/floor.patch"
 
 # --- kvm.ko in four forms --------------------------------------------------------
 # From the stock build where there is one: the series changes no module.

@@ -7,7 +7,8 @@
 #   scripts/kernel-selftests.sh [--work DIR] [--forms "stock processed unchecked stripped"]
 #                               [--suites "preload ftrace livepatch probes"] [--jobs N]
 #                               [--module-tests-only "FORM..." [--cases "TEST..."]] [--no-build] [--report-only]
-#                               [--weak "stock stock-processed series"]
+#                               [--weak "stock lookup stock-processed series unsupported unresolved"]
+#                               [--arch x86_64|aarch64]
 #
 # The kernels are kernel-e2e's x86_64 pair (`kernel-e2e.sh --build-only`),
 # whose one config has what both suites need.  Each boot (one vCPU, TCG)
@@ -35,20 +36,30 @@
 # with stock-stripped's) and writes
 # WORK/report.md.
 #
-# --weak CASE...: the series' own selftest (patch 3: the test module
+# --weak CASE...: the series' own selftest (patch 5: the test module
 # test_ftrace_weak.ko, whose weak function is overridden inside it, and the
 # ftracetest case test.d/ftrace/func_dead_weak_module.tc), from the series
 # tree's tools/testing/selftests/ftrace, the module built against each
 # kernel, in a boot of its own per case (suite ftrace, that case alone):
-#   stock            the stock kernel, the module as built: must FAIL
-#                    (its dead weak callsite gets a disabled record);
+#   stock            the stock kernel, the module as built: must FAIL, with
+#                    the dead record listed and the fprobe never hit;
+#   lookup           stock with patch 1 alone (kernel-e2e's lookup kernel),
+#                    the module as built: FAIL, the dead record listed, but
+#                    the fprobe hit;
 #   stock-processed  the stock kernel, the module run through the tool:
 #                    must PASS (the dead word zeroed at build time);
-#   series           the series kernel, the module as built: must PASS.
+#   series           the series kernel, the module as built: must PASS;
+#   unsupported      the stock kernel, the module built with its weak body's
+#                    object not instrumented (no dead callsite): UNSUPPORTED;
+#   unresolved       the series kernel, the module cut short: UNRESOLVED.
+# Before the boots, `make install` of the series' ftrace selftests must
+# succeed without KDIR (no module built), and stock's lib.mk must fail it.
 # These boots are judged by report.py --weak (WORK/weak.md), apart from
 # its stock-against-series comparison, which runs stock's own selftests.
-# Default: all three; --weak "" runs none, and --forms "" with --weak runs
+# Default: all six; --weak "" runs none, and --forms "" with --weak runs
 # only them.
+# --arch aarch64: kernel-e2e's aarch64 pair instead (no kvm.ko, no x86
+# userland), the --weak cases alone; WORK gets -aarch64 appended.
 # --module-tests-only FORM...: in those forms ftracetest runs only its
 # module tests (MODULE_TESTS below), for time: a whole ftracetest run takes
 # most of an hour of TCG.  --cases TEST... runs those ftracetest cases there
@@ -74,7 +85,7 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-selftests
 forms="stock stock-stripped processed unchecked stripped"
 suites="preload ftrace livepatch probes"
-jobs=1 report_only=0 build=1 subset_forms='' weak="stock stock-processed series"
+jobs=1 report_only=0 build=1 subset_forms='' weak="stock lookup stock-processed series unsupported unresolved" arch=x86_64
 # The ftracetest cases that load modules (modprobe of the sample modules).
 MODULE_TESTS="test.d/ftrace/func_mod_trace.tc test.d/kprobe/kprobe_module.tc test.d/event/event-mod.tc
  test.d/event/trace_printk.tc test.d/dynevent/add_remove_fprobe_module.tc
@@ -88,11 +99,13 @@ while [ $# -gt 0 ]; do
         --module-tests-only) subset_forms=$2; shift 2;;
         --cases) MODULE_TESTS=$2; shift 2;;
         --weak) weak=$2; shift 2;;
+        --arch) arch=$2; shift 2;;
         --report-only) report_only=1; shift;;
         --no-build) build=0; shift;;
         *) arg_error "$1";;
     esac
 done
+[ "$arch" = x86_64 ] || { work=$work-$arch; forms=''; }
 work=$(work_dir "$work" "") || die "cannot make $work"
 # weak_report: report.py's judgement of the --weak boots there are.
 weak_report() {
@@ -112,7 +125,10 @@ missing_packages "/bin/bash-static bash-static" "/usr/lib/x86_64-linux-gnu/libc.
 install_packages "${MISSING[@]}"
 
 e2e=$cache/kernel-e2e
-[ $build = 0 ] || "$REPO/scripts/kernel-e2e.sh" --build-only || die "kernel-e2e.sh --build-only failed"
+[ "$arch" = x86_64 ] || e2e=$e2e-$arch
+[ $build = 0 ] || "$REPO/scripts/kernel-e2e.sh" --arch "$arch" --build-only || die "kernel-e2e.sh --build-only failed"
+image=$("$GUEST/run.sh" --image "$arch")
+read -r -a mkv < "$e2e/make-vars"
 ZWM=$(find_tool "${ZWM:-}") || exit 2
 kver=$(cat "$e2e/obj-series/include/config/kernel.release")
 [ "$kver" = "$(cat "$e2e/obj-stock/include/config/kernel.release")" ] || die "the two kernels' releases differ"
@@ -254,45 +270,69 @@ boot() { # FORM
     log "$f: booted in $(cat "$out/boot-seconds") s"
 }
 # --- the series' own selftest (--weak) -------------------------------------------------
-# weak_tree KERNEL: the series' ftrace selftests with test_ftrace_weak.ko
-# built against KERNEL, in WORK/weak-KERNEL.
+# weak_tree KERNEL [DIR]: the series' ftrace selftests with test_ftrace_weak.ko
+# built against KERNEL, in DIR (default WORK/weak-KERNEL).
 weak_tree() {
-    local k=$1 d=$work/weak-$1
+    local k=$1 d=${2:-$work/weak-$1}
     rm -rf "$d"; cp -r "$e2e/src-series/tools/testing/selftests/ftrace" "$d"
-    [ -f "$d/test.d/ftrace/func_dead_weak_module.tc" ] || die "the series tree has no func_dead_weak_module.tc (patch 3)"
-    cp "$work/ftrace/poll" "$d/poll"
+    [ -f "$d/test.d/ftrace/func_dead_weak_module.tc" ] || die "the series tree has no func_dead_weak_module.tc (patch 5)"
+    [ "$arch" != x86_64 ] || cp "$work/ftrace/poll" "$d/poll"
+    # unsupported: the weak body's object built without the ftrace flags,
+    # as a toolchain that does not instrument it would leave the module.
+    [ -z "${2:-}" ] || echo 'CFLAGS_REMOVE_test_ftrace_weak_dead.o += $(CC_FLAGS_FTRACE)' >> "$d/test_modules/Makefile"
     build_kernel "test_ftrace_weak.ko against the $k kernel" "$d.log" \
-        -C "$e2e/src-$k" O="$e2e/obj-$k" M="$d/test_modules" W=1 modules
+        -C "$e2e/src-$k" O="$e2e/obj-$k" "${mkv[@]}" M="$d/test_modules" W=1 modules
     ! grep -q 'warning:' "$d.log" || die "test_ftrace_weak.ko: W=1 warnings (see $d.log)"
 }
 weak_boot() { # CASE: boot it into WORK/boots/weak-CASE (report.py --weak judges it)
-    local c=$1 k=series d out=$work/boots/weak-$1
-    case "$c" in stock*) k=stock;; esac
+    local c=$1 k=series d out=$work/boots/weak-$1 x86=()
+    case "$c" in stock*|unsupported) k=stock;; lookup) k=lookup;; esac
     d=$work/weak-$c
-    if [ "$c" = stock-processed ]; then
-        rm -rf "$d"; cp -r "$work/weak-stock" "$d"
-        "$ZWM" --format json --kconfig "$e2e/obj-stock/include/config/auto.conf" \
-            -o "$d/test_modules/test_ftrace_weak.ko" "$work/weak-stock/test_modules/test_ftrace_weak.ko" \
-            >"$d.tool.json" || die "the tool failed on test_ftrace_weak.ko (see $d.tool.json)"
-        # The module must hold exactly one dead weak callsite of three, or
-        # the stock case would prove nothing.
-        python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not (r["entries"] == 3 and r["weak"] == 1))' \
-            "$d.tool.json" || die "the tool did not zero 1 of 3 entries of test_ftrace_weak.ko: $(cat "$d.tool.json")"
-    fi
+    case "$c" in
+        lookup) d=$work/weak-stock;;
+        stock-processed)
+            rm -rf "$d"; cp -r "$work/weak-stock" "$d"
+            "$ZWM" --format json --kconfig "$e2e/obj-stock/include/config/auto.conf" \
+                -o "$d/test_modules/test_ftrace_weak.ko" "$work/weak-stock/test_modules/test_ftrace_weak.ko" \
+                >"$d.tool.json" || die "the tool failed on test_ftrace_weak.ko (see $d.tool.json)"
+            # The module must hold exactly one dead weak callsite of three, or
+            # the stock case would prove nothing.
+            python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not (r["entries"] == 3 and r["weak"] == 1))' \
+                "$d.tool.json" || die "the tool did not zero 1 of 3 entries of test_ftrace_weak.ko: $(cat "$d.tool.json")";;
+        unsupported) weak_tree stock "$d";;
+        unresolved)
+            rm -rf "$d"; cp -r "$work/weak-series" "$d"
+            head -c 4096 "$work/weak-series/test_modules/test_ftrace_weak.ko" > "$d/test_modules/test_ftrace_weak.ko";;
+    esac
     rm -rf "$out"; mkdir -p "$out"
     printf 'SUITES="ftrace"\nPRELOAD=kvm\nFTRACE_TESTS="test.d/ftrace/func_dead_weak_module.tc"\n' > "$out/selftests.conf"
+    [ "$arch" != x86_64 ] || x86=(--add "/bin/bash-static=bin/bash" --tree "$ul")
     log "booting the $k kernel for func_dead_weak_module.tc ($c)"
-    "$GUEST/run.sh" --arch x86_64 --kernel "$e2e/obj-$k/arch/x86/boot/bzImage" --out "$out" \
+    "$GUEST/run.sh" --arch "$arch" --kernel "$e2e/obj-$k/$image" --out "$out" \
         --mem 1024 --timeout 900 --payload "$GUEST/payload/selftests.sh" \
-        --add "$out/selftests.conf=selftests.conf" --add "$d=selftests/ftrace" \
-        --add "/bin/bash-static=bin/bash" --tree "$ul" ||
+        --add "$out/selftests.conf=selftests.conf" --add "$d=selftests/ftrace" ${x86[@]+"${x86[@]}"} ||
         log "warning: the guest did not power off in time ($out)"
 }
+# make install of the series' ftrace selftests without KDIR (on the host,
+# x86_64): no module is built, and the install must still succeed; with
+# stock's lib.mk it fails.
+install_check() {
+    local t=$work/install-check sel=$e2e/src-series/tools/testing/selftests rc
+    rm -rf "$t"; mkdir -p "$t"
+    make -s -C "$sel/ftrace" KDIR="$t/no-kdir" INSTALL_PATH="$t/series" install >"$t/series.log" 2>&1 ||
+        die "make install of the series' ftrace selftests failed without KDIR (see $t/series.log)"
+    cp "$sel/lib.mk" "$t/lib.mk.series"; cp "$e2e/src-stock/tools/testing/selftests/lib.mk" "$sel/lib.mk"
+    make -s -C "$sel/ftrace" KDIR="$t/no-kdir" INSTALL_PATH="$t/stock" install >"$t/stock.log" 2>&1; rc=$?
+    cp "$t/lib.mk.series" "$sel/lib.mk"; make -s -C "$sel/ftrace" clean >/dev/null 2>&1 || true
+    [ $rc != 0 ] || die "make install without KDIR passed with stock's lib.mk too: the check proves nothing"
+    log "make install without KDIR: passes with the series' lib.mk, fails with stock's (negative control)"
+}
 if [ -n "$weak" ]; then
-    case " $weak " in *" stock"*) weak_tree stock;; esac
-    case " $weak " in *" series "*) weak_tree series;; esac
+    [ "$arch" != x86_64 ] || install_check
+    case " $weak " in *" stock"*|*" lookup "*|*" unsupported "*) weak_tree stock;; esac
+    case " $weak " in *" series "*|*" unresolved "*) weak_tree series;; esac
     for c in $weak; do
-        case "$c" in stock|stock-processed|series) ;; *) die "unknown --weak case $c";; esac
+        case "$c" in stock|lookup|stock-processed|series|unsupported|unresolved) ;; *) die "unknown --weak case $c";; esac
         weak_boot "$c"
     done
 fi
