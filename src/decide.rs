@@ -422,6 +422,7 @@ mod tests {
             link: 0,
             info: 0,
             entsize: 0,
+            align: 16,
         }
     }
 

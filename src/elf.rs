@@ -32,6 +32,9 @@ pub struct Section {
     pub link: u32,
     pub info: u32,
     pub entsize: u64,
+    /// `sh_addralign`: the module loader starts the section at a multiple
+    /// of it within its memory region (docs/at-risk.md).
+    pub align: u64,
 }
 
 impl Section {
@@ -485,6 +488,7 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
             link: sh.sh_link(endian),
             info: sh.sh_info(endian),
             entsize: sh.sh_entsize(endian).into(),
+            align: sh.sh_addralign(endian).into(),
         };
         if let Some((start, _)) = s.file_range().filter(|&(start, _)| start > file_len || s.size > file_len - start) {
             return Err(malformed(format!(
