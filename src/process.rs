@@ -397,7 +397,7 @@ fn patch_site(
     match rule.arch.patch_site(rule.adjust) {
         _ if own == f.value && rule.adjust != Adjust::PatchSite => (own, None),
         PatchSite::AfterEndbr64 if first == Some(&arch::ENDBR64[..]) => (own, Some("after its endbr64")),
-        PatchSite::LocalEntry if f.local_entry > 0 => (own, Some("at its local entry point")),
+        PatchSite::LocalEntry => (own, Some("past its global entry's TOC setup")),
         PatchSite::ArmBl => {
             let bti = first.is_some_and(arch::is_arm64_bti);
             (f.value + if bti { 8 } else { 4 }, Some("the BL the kernel patches"))

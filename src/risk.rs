@@ -196,7 +196,7 @@ mod tests {
     const STRINGS: &[u8] = b"\0f\0g\0h\0";
 
     fn sym(section: u32, value: u64, name: u32) -> LookupSymbol {
-        LookupSymbol { section, value, name, size: 0, local_entry: 0 }
+        LookupSymbol { section, value, name, size: 0 }
     }
 
     fn text(name: &str, size: u64, align: u64) -> Section {
