@@ -186,7 +186,7 @@ fn at_risk(r: &AtRisk) -> String {
 fn at_risk_reason(r: &AtRisk) -> String {
     let f = &r.function;
     let dead = if r.dead_section == r.section {
-        format!("{:+#x}", r.dead_site.wrapping_sub(r.function_addr) as i64)
+        offset(r.dead_site, r.function_addr)
     } else {
         format!("{}+{:#x}", r.dead_section, r.dead_site)
     };
@@ -198,8 +198,8 @@ fn at_risk_reason(r: &AtRisk) -> String {
     let own = match (r.patch_site, r.why) {
         (None, _) => format!("{f} has no record of its own (a notrace function)"),
         (Some(at), why) => format!(
-            "{f}'s own record is at {:+#x}{}, not at the symbol",
-            at.wrapping_sub(r.function_addr) as i64,
+            "{f}'s own record is at {}{}, not at the symbol",
+            offset(at, r.function_addr),
             why.map_or_else(String::new, |w| format!(" ({w})"))
         ),
     };
@@ -207,6 +207,11 @@ fn at_risk_reason(r: &AtRisk) -> String {
         "{own}, so ftrace_location() searches its whole kallsyms extent, and the bsearch of lookup_rec() can \
          return the dead record at {dead}"
     )
+}
+
+/// `+0x..` or `-0x..`: where `at` lies from `base`.
+fn offset(at: u64, base: u64) -> String {
+    if at >= base { format!("+{:#x}", at - base) } else { format!("-{:#x}", base - at) }
 }
 
 fn json_at_risk(list: &[AtRisk]) -> String {

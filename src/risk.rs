@@ -115,7 +115,7 @@ impl Module<'_, '_> {
 
     fn texts(&self, region: Region) -> impl Iterator<Item = (u32, u64)> + '_ {
         let places = self.places.iter().enumerate();
-        places.filter_map(move |(i, p)| p.filter(|p| p.region == region).map(|p| (i as u32, p.base)))
+        places.filter_map(move |(i, p)| Some((u32::try_from(i).ok()?, p.filter(|p| p.region == region)?.base)))
     }
 
     /// The symbol `find_kallsyms_symbol()` names `at` after: the nearest at
