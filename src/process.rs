@@ -353,11 +353,11 @@ fn at_risk(
             records.push(Record { section, ip: ips[0], dead: dead.binary_search(&i).is_ok() });
         }
     }
-    let (places, region_size) = risk::lay_out(&info.sections, |name| rule.region(name));
     // arm64 and riscv 6.13+: the kernel's record is the patched instruction,
     // at least one instruction past the location (docs/at-risk.md).
     let lead = if rule.adjust == Adjust::PatchSite { 4 } else { 0 };
-    let module = risk::Module { symbols, places: &places, region_size, insn: rule.arch.mcount_insn_size(), lead };
+    let insn = rule.arch.mcount_insn_size();
+    let module = risk::Module::new(symbols, &info.sections, |name| rule.region(name), insn, lead);
     let name = |s: u32| info.sections.get(s as usize).map_or_else(String::new, |s| s.name.clone());
     risk::at_risk(&module, &records)
         .into_iter()

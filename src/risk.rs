@@ -64,16 +64,29 @@ pub struct Record {
 
 /// The module as the lookup sees it.
 pub struct Module<'s, 'a> {
-    pub symbols: &'s SymbolIndex<'a>,
-    pub places: &'s [Option<Place>],
+    symbols: &'s SymbolIndex<'a>,
+    places: Vec<Option<Place>>,
     /// Each region's size: where an extent ends when no symbol follows.
-    pub region_size: [u64; 2],
+    region_size: [u64; 2],
+    /// Per region, the text sections that hold symbols, in laid-out order.
+    texts: [Vec<Text>; 2],
+    /// Per region: a symbol lies past its section's end, so laid-out order
+    /// is not section order and every lookup asks every section.
+    overhang: [bool; 2],
     /// `MCOUNT_INSN_SIZE`, the span `ftrace_cmp_recs()` gives each record.
-    pub insn: u64,
+    insn: u64,
     /// How far past `Record::ip` the kernel's record is, at least: on the
     /// arches whose adjust moves the location to the patched instruction
     /// (arm64, riscv from 6.13) it is never the location itself.
-    pub lead: u64,
+    lead: u64,
+}
+
+/// A text section with symbols: where it is laid out, and its first symbol.
+#[derive(Debug, Clone, Copy)]
+struct Text {
+    section: u32,
+    base: u64,
+    first: u64,
 }
 
 /// A function whose `ftrace_location()` can return a dead record.
@@ -107,24 +120,48 @@ pub struct AtRisk {
 /// A laid-out address: region, then offset in it.
 type At = (Region, u64);
 
-impl Module<'_, '_> {
+impl<'s, 'a> Module<'s, 'a> {
+    /// The module's text as [`lay_out`] places it, `region` naming each
+    /// section's region; `insn` and `lead` as the fields say.
+    #[must_use]
+    pub fn new(
+        symbols: &'s SymbolIndex<'a>,
+        sections: &[Section],
+        region: impl Fn(&str) -> Region,
+        insn: u64,
+        lead: u64,
+    ) -> Self {
+        let (places, region_size) = lay_out(sections, region);
+        let (mut texts, mut overhang) = ([Vec::new(), Vec::new()], [false; 2]);
+        for (i, (place, s)) in places.iter().zip(sections).enumerate() {
+            let (Some(p), Ok(section)) = (place, u32::try_from(i)) else { continue };
+            let mut in_section = symbols.in_section(section);
+            if let Some(first) = in_section.next() {
+                let last = in_section.next_back().unwrap_or(first);
+                overhang[p.region as usize] |= last.value > s.size;
+                texts[p.region as usize].push(Text { section, base: p.base, first: first.value });
+            }
+        }
+        Module { symbols, places, region_size, texts, overhang, insn, lead }
+    }
+
     fn at(&self, section: u32, offset: u64) -> Option<At> {
         let p = (*self.places.get(section as usize)?)?;
         Some((p.region, p.base.saturating_add(offset)))
     }
 
-    fn texts(&self, region: Region) -> impl Iterator<Item = (u32, u64)> + '_ {
-        let places = self.places.iter().enumerate();
-        places.filter_map(move |(i, p)| Some((u32::try_from(i).ok()?, p.filter(|p| p.region == region)?.base)))
-    }
-
     /// The symbol `find_kallsyms_symbol()` names `at` after: the nearest at
-    /// or below it in the region, whichever text section it is in.
+    /// or below it in the region, whichever text section it is in. Without
+    /// an overhang, it is in the last section laid out at or below `at`, or
+    /// else the last symbol of the one before.
     fn symbol_at_or_below(&self, (region, addr): At) -> Option<(u64, LookupSymbol)> {
+        let texts = &self.texts[region as usize];
+        let below = &texts[..texts.partition_point(|t| t.base <= addr)];
+        let asked = if self.overhang[region as usize] { below } else { &below[below.len().saturating_sub(2)..] };
         let mut best: Option<(u64, LookupSymbol)> = None;
-        for (section, base) in self.texts(region).filter(|&(_, base)| base <= addr) {
-            if let Some(sym) = self.symbols.at_or_below(section, addr - base) {
-                let laid = base.saturating_add(sym.value);
+        for t in asked {
+            if let Some(sym) = self.symbols.at_or_below(t.section, addr - t.base) {
+                let laid = t.base.saturating_add(sym.value);
                 if best.is_none_or(|(b, _)| laid > b) {
                     best = Some((laid, sym));
                 }
@@ -134,17 +171,22 @@ impl Module<'_, '_> {
     }
 
     /// Where the kallsyms extent of a symbol at `at` ends: the nearest
-    /// symbol above it in the region, or the region's end.
+    /// symbol above it in the region, or the region's end. Without an
+    /// overhang, it is in the last section laid out at or below `at`, or
+    /// else the first symbol of the next one.
     fn extent_end(&self, (region, addr): At) -> u64 {
+        let texts = &self.texts[region as usize];
+        let at = texts.partition_point(|t| t.base <= addr);
+        let asked = if self.overhang[region as usize] {
+            texts
+        } else {
+            &texts[at.saturating_sub(1)..(at + 1).min(texts.len())]
+        };
         let mut end = self.region_size[region as usize];
-        for (section, base) in self.texts(region) {
-            let next = if base > addr {
-                self.symbols.in_section(section).next().map(|s| s.value)
-            } else {
-                self.symbols.next_above(section, addr - base)
-            };
+        for t in asked {
+            let next = if t.base > addr { Some(t.first) } else { self.symbols.next_above(t.section, addr - t.base) };
             if let Some(v) = next {
-                end = end.min(base.saturating_add(v));
+                end = end.min(t.base.saturating_add(v));
             }
         }
         end
@@ -221,10 +263,12 @@ mod tests {
     /// `(name, dead section, dead ip)` of each item.
     fn run(sections: &[Section], symbols: &[LookupSymbol], records: &[Record], lead: u64) -> Vec<(u8, u32, u64)> {
         let index = SymbolIndex::new(symbols, STRINGS);
-        let (places, region_size) =
-            lay_out(sections, |n| if n.starts_with(".init") { Region::InitText } else { Region::Text });
-        let m = Module { symbols: &index, places: &places, region_size, insn: 5, lead };
+        let m = Module::new(&index, sections, region, 5, lead);
         at_risk(&m, records).iter().map(|x| (STRINGS[x.function.name as usize], x.dead.section, x.dead.ip)).collect()
+    }
+
+    fn region(name: &str) -> Region {
+        if name.starts_with(".init") { Region::InitText } else { Region::Text }
     }
 
     fn one_text() -> Vec<Section> {
@@ -292,6 +336,59 @@ mod tests {
         assert_eq!(run(&sections, &symbols, &records, 0), [(b'f', 3, 0x20)]);
         // A dead record past g is g's extent, which g's own record covers.
         assert!(run(&sections, &symbols, &[r(1, 0x300, false), r(3, 0x40, false), r(3, 0x80, true)], 0).is_empty());
+    }
+
+    /// A symbol past its section's end (an end label, or a hostile file)
+    /// lands in the next section, and takes its place in laid-out order.
+    #[test]
+    fn a_symbol_past_its_section_end_counts_where_it_lands() {
+        let mut sections = one_text();
+        sections[1].size = 0x100;
+        sections.push(text(".text.unlikely", 0x100, 16));
+        let symbols = [sym(1, 0x80, 1), sym(1, 0x120, 5), sym(2, 0x40, 3)];
+        let records = [r(1, 0x84, false), r(2, 0x10, true), r(2, 0x30, true), r(2, 0x44, false)];
+        assert_eq!(run(&sections, &symbols, &records, 0), [(b'f', 2, 0x10), (b'h', 2, 0x30)]);
+    }
+
+    /// Asking only the neighbouring sections (no overhang) finds what
+    /// asking every section finds, on pseudo-random modules.
+    #[test]
+    fn neighbours_alone_agree_with_every_section() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut found = 0;
+        for _ in 0..200 {
+            let mut sections = vec![Section { flags: 0, ..text("", 0, 0) }];
+            let n = 1 + next(6);
+            for _ in 0..n {
+                let name = if next(4) == 0 { ".init.text" } else { ".text" };
+                sections.push(text(name, 0x40 + next(0x100), 1 << next(7)));
+            }
+            let mut symbols = Vec::new();
+            let mut records = Vec::new();
+            for s in 1..=u32::try_from(n).unwrap() {
+                let size = sections[s as usize].size;
+                for _ in 0..next(5) {
+                    symbols.push(sym(s, next(size + 1), 1 + 2 * u32::try_from(next(3)).unwrap()));
+                }
+                for _ in 0..next(8) {
+                    records.push(r(s, next(size), next(3) == 0));
+                }
+            }
+            let index = SymbolIndex::new(&symbols, STRINGS);
+            let mut m = Module::new(&index, &sections, region, 5, 0);
+            assert_eq!(m.overhang, [false, false]);
+            let fast = at_risk(&m, &records);
+            found += fast.len();
+            m.overhang = [true, true];
+            assert_eq!(fast, at_risk(&m, &records), "{sections:?} {symbols:?} {records:?}");
+        }
+        assert!(found > 100, "{found} items: the modules must put functions at risk");
     }
 
     /// Alignment: a section placed at the next multiple of its alignment.
