@@ -196,7 +196,7 @@ fn at_risk_reason(r: &AtRisk) -> String {
         );
     }
     let own = match (r.patch_site, r.why) {
-        (None, _) => format!("{f} has no record of its own (a notrace function)"),
+        (None, _) => format!("{f} has no record of its own (as a notrace function has none)"),
         (Some(at), why) => format!(
             "{f}'s own record is at {}{}, not at the symbol",
             offset(at, r.function_addr),
