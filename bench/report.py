@@ -211,9 +211,18 @@ if syn:
            "tool whole ms (cpu)", "same verdicts"], rows)
 
 # --- instructions -----------------------------------------------------------
+# scripts/bench.sh section 0: each module's count against its budget
+# (bench/budgets), then amdgpu's beside the read limit's.
+path = os.path.join(R, "instructions.tsv")
+if os.path.exists(path):
+    print("\n== Instructions, tool --check (callgrind, whole process) ==")
+    rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
+    table(["module", "instructions", "budget", "within"],
+          [[n, f"{int(c):,}" if c.isdigit() else c, b if b == "-" else f"{int(b):,}",
+            "-" if b == "-" or not c.isdigit() else ("yes" if int(c) <= int(b) else "NO")] for n, c, b in rows])
 ir = {}
-for what in ("tool", "readlimit"):
-    p = os.path.join(R, f"callgrind.{what}.log")
+for what, log in (("tool", "amdgpu"), ("readlimit", "readlimit")):
+    p = os.path.join(R, f"callgrind.{log}.log")
     if os.path.exists(p):
         m = re.search(r"Collected : (\d+)", open(p).read())
         if m:

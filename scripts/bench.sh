@@ -27,16 +27,15 @@
 #                     5 runs, one naive run, no xz, synthetic 10^3 and 10^4
 #                     only, no profile; still the tool against the read limit
 #   ZWM_BENCH_PROFILE=0  skip the callgrind profile
+#   ZWM_BENCH_BUDGETS the instruction budgets (default bench/budgets): the run
+#                     fails when a module's count is over its budget
 #   ZWM_OFFLINE=1     passed to the fetch script: use the cached package lists
-#
-# Needs: hyperfine, /usr/bin/time (package time), xz, python3, cargo;
-# valgrind for the profile.
+# Needs: hyperfine, /usr/bin/time (package time), xz, python3, cargo, valgrind.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 SCRATCH=${ZWM_BENCH_DIR:-/tmp/zwm-bench}
-SUITE=${ZWM_BENCH_SUITE:-sid}
-DEBARCH=${ZWM_BENCH_ARCH:-amd64}
+SUITE=${ZWM_BENCH_SUITE:-sid} DEBARCH=${ZWM_BENCH_ARCH:-amd64}
 QUICK=${ZWM_BENCH_QUICK:-0}
 RUNS=${ZWM_BENCH_RUNS:-20}
 TREE_RUNS=$(( RUNS / 2 > 3 ? RUNS / 2 : 3 ))
@@ -46,21 +45,20 @@ NAIVE_RUNS=3
 PROFILE=${ZWM_BENCH_PROFILE:-1}
 if [ "$QUICK" = 1 ]; then
     RUNS=5 TREE_RUNS=3 NAIVE_RUNS=1 PROFILE=0
-    BIG_MODULES=(amdgpu kvm)
-    SYNTH_SIZES=(1000 10000)
+    BIG_MODULES=(amdgpu kvm) SYNTH_SIZES=(1000 10000)
 fi
 BATCH=64            # files per tool process in xargs mode
 
 PROG=bench
 . "$REPO/scripts/lib.sh"
 
-for t in hyperfine /usr/bin/time xz python3 cargo find xargs; do
+for t in hyperfine /usr/bin/time xz python3 cargo find xargs valgrind; do
     command -v "$t" >/dev/null ||
-        die "$t not found (apt-get -o DPkg::Lock::Timeout=600 install hyperfine time xz-utils python3)"
+        die "$t not found (apt-get -o DPkg::Lock::Timeout=600 install hyperfine time xz-utils python3 valgrind)"
 done
 
-RES=$SCRATCH/results
-mkdir -p "$SCRATCH" "$RES"
+RES=$SCRATCH/results SYN=$SCRATCH/synth
+mkdir -p "$SCRATCH" "$RES" "$SYN"
 rm -f "$RES"/*.json "$RES"/*.txt "$RES"/*.tsv
 
 # --- build ------------------------------------------------------------------
@@ -69,9 +67,7 @@ TOOL=$(find_tool) || exit 1
 # bench/ is a member of the workspace: its binaries land beside the tool.
 (cd "$REPO" && cargo build --release --quiet -p zwm-bench)
 BB=$(dirname "$TOOL")
-NAIVE=$BB/zwm-naive
-READLIMIT=$BB/zwm-readlimit
-PHASES=$BB/zwm-phases
+NAIVE=$BB/zwm-naive READLIMIT=$BB/zwm-readlimit PHASES=$BB/zwm-phases
 
 # --- inputs -----------------------------------------------------------------
 ROOT=$("$REPO/scripts/fetch-debian-kernel.sh" "$SUITE" "$DEBARCH")
@@ -85,8 +81,7 @@ TREE=$SCRATCH/tree
 STAMP="$KVER $(find "$MODDIR" -name '*.ko*' | wc -l)"
 if [ "$(cat "$TREE/.stamp" 2>/dev/null)" != "$STAMP" ]; then
     log "decompressing $MODDIR into $TREE (signatures cut off)"
-    rm -rf "$TREE"
-    mkdir -p "$TREE"
+    rm -rf "$TREE" && mkdir -p "$TREE"
     (cd "$MODDIR" && find . -name '*.ko.xz' -print0 |
         xargs -0 -n 64 -P "$(nproc)" sh -c 'for f; do o="$0/${f%.xz}"; mkdir -p "${o%/*}"; xz -dc "$f" > "$o"; done' "$TREE")
     (cd "$MODDIR" && find . -name '*.ko' -exec cp --parents -t "$TREE" {} +)
@@ -101,6 +96,21 @@ for m in "${BIG_MODULES[@]}"; do
     [ -n "$f" ] && BIG+=("$f") || log "warning: no $m.ko in $KVER"
 done
 SMALL=$(find "$TREE" -name '*.ko' -printf '%s %p\n' | sort -n | sed -n 1p | cut -d' ' -f2-)
+[ -s "$SYN/synth-100000.ko" ] || "$BB/zwm-synth" 100000 "$SYN/synth-100000.ko"
+
+# --- 0. instructions, against the budgets -----------------------------------
+# callgrind counts the same for the same build and file, whatever the load:
+# a module over its budget ("-": none) fails the run, before any timing.
+over=
+while read -r name budget; do
+    case $name in bundled) f=$REPO/testdata/zwm_test.ko ;; synth-*) f=$SYN/$name.ko ;;
+        *) f=$(printf '%s\n' "${BIG[@]}" | grep "/$name\.ko$") || continue ;; esac
+    n=$(valgrind --tool=callgrind --callgrind-out-file="$RES/callgrind.$name.out" "$TOOL" --check "$f" 2>&1 \
+        >/dev/null | tee "$RES/callgrind.$name.log" | sed -n 's/.*Collected : //p' || true)
+    printf '%s\t%s\t%s\n' "$name" "$n" "$budget" | tee -a "$RES/instructions.tsv" >&2
+    [ "$budget" = - ] || [ "$n" -le "$budget" ] || over="$over $name"
+done < <(grep -v '^#' "${ZWM_BENCH_BUDGETS:-$REPO/bench/budgets}")
+[ -z "$over" ] || die "over the instruction budget (${ZWM_BENCH_BUDGETS:-bench/budgets}):$over"
 
 # Warm the page cache for everything measured.
 find "$TREE" -name '*.ko' -print0 | xargs -0 cat > /dev/null
@@ -128,9 +138,7 @@ log "phases (in process, median of 11 passes; naive capped at 5 s and extrapolat
 
 # --- 3. peak RSS ------------------------------------------------------------
 rss() {  # median of 3 max-RSS readings (KiB) of a command
-    for _ in 1 2 3; do
-        /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -n1
-    done | sort -n | sed -n 2p
+    for _ in 1 2 3; do /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -n1; done | sort -n | sed -n 2p
 }
 AMDGPU=$(printf '%s\n' "${BIG[@]}" | grep '/amdgpu\.ko$' || true)
 if [ -n "$AMDGPU" ]; then
@@ -169,8 +177,6 @@ du -sb "$TREE" | cut -f1 > "$RES/tree-bytes.txt"
 find "$TREE" -name '*.ko' -print0 | xargs -0 "$READLIMIT" -v | awk '{b+=$2} END {print b}' > "$RES/tree-readbytes.txt"
 
 # --- 5. synthetic scaling ---------------------------------------------------
-SYN=$SCRATCH/synth
-mkdir -p "$SYN"
 SYNFILES=()
 for n in "${SYNTH_SIZES[@]}"; do
     [ -s "$SYN/synth-$n.ko" ] || "$BB/zwm-synth" "$n" "$SYN/synth-$n.ko"
@@ -183,17 +189,11 @@ for f in "${SYNFILES[@]}"; do SYN_HF+=(-n "$(basename "$f" .ko)" "$TOOL --check 
 "${HF[@]}" -N --warmup 2 --runs 10 --export-json "$RES/synth-tool.json" "${SYN_HF[@]}" >&2
 
 # --- 6. profile -------------------------------------------------------------
-if [ "$PROFILE" = 1 ] && [ -n "$AMDGPU" ] && command -v valgrind >/dev/null; then
-    log "callgrind on amdgpu.ko (instruction counts)"
-    for what in tool readlimit; do
-        case $what in
-            tool) cmd=("$TOOL" --check "$AMDGPU");;
-            readlimit) cmd=("$READLIMIT" "$AMDGPU");;
-        esac
-        valgrind --tool=callgrind --callgrind-out-file="$RES/callgrind.$what.out" "${cmd[@]}" \
-            > /dev/null 2> "$RES/callgrind.$what.log" || true
-    done
-    callgrind_annotate --inclusive=yes "$RES/callgrind.tool.out" 2>/dev/null |
+if [ "$PROFILE" = 1 ] && [ -n "$AMDGPU" ]; then
+    log "callgrind on amdgpu.ko: the read limit (the tool's count is in section 0)"
+    valgrind --tool=callgrind --callgrind-out-file="$RES/callgrind.readlimit.out" "$READLIMIT" "$AMDGPU" \
+        >/dev/null 2>"$RES/callgrind.readlimit.log" || true
+    callgrind_annotate --inclusive=yes "$RES/callgrind.amdgpu.out" 2>/dev/null |
         sed -E 's#/rustc/[0-9a-f]+/library/##; s#/root/.cargo/registry/src/[^/]+/##; s# \[[^]]*\]$##' |
         grep -E 'zero_weak_mcount::|ipnsort|memchr|PROGRAM TOTALS' | head -n 25 > "$RES/callgrind.tool.top.txt" || true
 fi

@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn the_patch_site_follows_the_adjust() {
-        use crate::risk::PatchSite;
+        use crate::rule::PatchSite;
         // arm64 and riscv records move into the function only where the
         // adjust moves them; unadjusted mcount stays a symbol fact.
         assert_eq!(Arch::Arm64.patch_site(Adjust::PatchSite), PatchSite::ArmBl);

@@ -36,8 +36,6 @@ pub struct SymbolIndex<'a> {
     names: Vec<u32>,
     /// Function sizes, by table position (0: not a function, or no size).
     sizes: Vec<u64>,
-    /// ppc64 local entry offsets, by table position.
-    local_entries: Vec<u8>,
     strings: &'a [u8],
     /// Where the last search ended. Callsites come in address order, so
     /// the next answer is usually a few keys further: galloping from here
@@ -107,16 +105,7 @@ impl<'a> SymbolIndex<'a> {
         keys.sort_unstable();
         let names = symbols.iter().map(|s| s.name).collect();
         let sizes = symbols.iter().map(|s| s.size).collect();
-        let local_entries = symbols.iter().map(|s| s.local_entry).collect();
-        SymbolIndex {
-            keys,
-            names,
-            sizes,
-            local_entries,
-            strings,
-            hint: std::cell::Cell::new(0),
-            spans: std::cell::OnceCell::new(),
-        }
+        SymbolIndex { keys, names, sizes, strings, hint: std::cell::Cell::new(0), spans: std::cell::OnceCell::new() }
     }
 
     fn symbol(&self, key: u128) -> LookupSymbol {
@@ -126,7 +115,6 @@ impl<'a> SymbolIndex<'a> {
             value: (key >> 32) as u64,
             name: self.names[position],
             size: self.sizes[position],
-            local_entry: self.local_entries[position],
         }
     }
 
@@ -422,6 +410,7 @@ mod tests {
             link: 0,
             info: 0,
             entsize: 0,
+            align: 16,
         }
     }
 
@@ -430,7 +419,7 @@ mod tests {
         let at = STRINGS
             .windows(name.len() + 2)
             .position(|w| w[0] == 0 && &w[1..=name.len()] == name.as_bytes() && w[name.len() + 1] == 0);
-        LookupSymbol { section, value, name: at.expect("name in STRINGS") as u32 + 1, size: 0, local_entry: 0 }
+        LookupSymbol { section, value, name: at.expect("name in STRINGS") as u32 + 1, size: 0 }
     }
 
     const STRINGS: &[u8] = b"\0a\0b\0c\0f\0g\0h\0first\0second\0end_label\0";

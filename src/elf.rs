@@ -32,6 +32,9 @@ pub struct Section {
     pub link: u32,
     pub info: u32,
     pub entsize: u64,
+    /// `sh_addralign`: the module loader starts the section at a multiple
+    /// of it within its memory region (docs/at-risk.md).
+    pub align: u64,
 }
 
 impl Section {
@@ -170,9 +173,6 @@ pub struct LookupSymbol {
     /// and for a function whose extent the compiler did not record. Only the
     /// containment rule ([`crate::rule::Criterion::Contains`]) reads it.
     pub size: u64,
-    /// ppc64 `ELFv2`: bytes from the global to the local entry point, from
-    /// `st_other` (`PPC64_LOCAL_ENTRY_OFFSET()`); 0 on every other arch.
-    pub local_entry: u8,
 }
 
 /// The NUL-terminated string at `offset` of a string table.
@@ -485,6 +485,7 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
             link: sh.sh_link(endian),
             info: sh.sh_info(endian),
             entsize: sh.sh_entsize(endian).into(),
+            align: sh.sh_addralign(endian).into(),
         };
         if let Some((start, _)) = s.file_range().filter(|&(start, _)| start > file_len || s.size > file_len - start) {
             return Err(malformed(format!(
@@ -834,9 +835,8 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
         };
         if info.sections.get(section).is_some_and(Section::is_alloc_exec) {
             let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
-            let local_entry = if info.machine == elf::EM_PPC64 { ppc64_local_entry(sym.st_other()) } else { 0 };
             let value = sym.st_value(endian).into();
-            out.push(LookupSymbol { section: section as u32, value, name, size, local_entry });
+            out.push(LookupSymbol { section: section as u32, value, name, size });
         }
     }
     Ok((out, local_functions))
@@ -997,12 +997,4 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
         }
     }
     Ok(TableSymbols::Movable(out))
-}
-
-/// `PPC64_LOCAL_ENTRY_OFFSET()` (arch/powerpc/include/uapi/asm/elf.h):
-/// bits 5-7 of `st_other` code 0 or 4 << (n - 2) bytes.
-#[must_use]
-pub fn ppc64_local_entry(st_other: u8) -> u8 {
-    let n = (st_other >> 5) & 7;
-    (((1u16 << n) >> 2) << 2) as u8
 }

@@ -13,8 +13,8 @@ use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::plan::{self, Plan};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
-use crate::risk::{self, AtRisk, Function, PatchSite, Record};
-use crate::rule::{Input, Neutraliser, Rule};
+use crate::risk::{self, AtRisk, Record};
+use crate::rule::{Adjust, Input, Neutraliser, PatchSite, Rule};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -312,10 +312,10 @@ fn decide_module(
     });
     let (dead, doubts) = (decisions.dead, decisions.doubt.len());
     let counts = Counts { entries: entries.len(), weak: dead.len(), doubt: doubts };
-    let records = records(image, info, rule, entries, &dead);
-    let (at_risk, at_risk_after) = at_risk(image, info, rule, &symbols, &records);
-    let mut report =
-        Report { rule: Some(facts(rule)), counts: Some(counts), findings, at_risk, at_risk_after, ..Report::default() };
+    let at_risk = if dead.is_empty() { Vec::new() } else { at_risk(image, info, rule, entries, &dead, &symbols) };
+    // Processing neutralises every dead entry: no dead record is left for
+    // any lookup to return, so nothing stays at risk.
+    let mut report = Report { rule: Some(facts(rule)), counts: Some(counts), findings, at_risk, ..Report::default() };
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
     if stripped && !dead.is_empty() {
@@ -336,60 +336,75 @@ fn decide_module(
     Ok(Decided { plan, neutralised: dead.len(), left: None, report })
 }
 
-/// The records the kernel builds from the table, the rejected ones dead.
-fn records(image: &[u8], info: &ElfInfo, rule: &Rule, entries: &[Entry], dead: &[usize]) -> Vec<Record> {
+/// The functions at risk before processing ([`risk::at_risk`]). Only a
+/// module with a dead entry gets here: for any other the report is empty,
+/// and costs nothing.
+fn at_risk(
+    image: &[u8],
+    info: &ElfInfo,
+    rule: &Rule,
+    entries: &[Entry],
+    dead: &[usize],
+    symbols: &SymbolIndex<'_>,
+) -> Vec<AtRisk> {
     let mut records = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         if let Input::Ips { section, ips, .. } = rule.input(image, info, entry) {
             records.push(Record { section, ip: ips[0], dead: dead.binary_search(&i).is_ok() });
         }
     }
-    records
+    // arm64 and riscv 6.13+: the kernel's record is the patched instruction,
+    // at least one instruction past the location (docs/at-risk.md).
+    let lead = if rule.adjust == Adjust::PatchSite { 4 } else { 0 };
+    let insn = rule.arch.mcount_insn_size();
+    let module = risk::Module::new(symbols, &info.sections, |name| rule.region(name), insn, lead);
+    let name = |s: u32| info.sections.get(s as usize).map_or_else(String::new, |s| s.name.clone());
+    risk::at_risk(&module, &records)
+        .into_iter()
+        .map(|found| {
+            let f = found.function;
+            let own = found.own.filter(|r| r.section == f.section);
+            let (patch_site, why) = own.map_or((None, None), |own| {
+                let (site, why) = patch_site(image, info, rule, &f, own.ip);
+                (Some(site), why)
+            });
+            AtRisk {
+                function: String::from_utf8_lossy(symbols.name(&f)).into_owned(),
+                section: name(f.section),
+                function_addr: f.value,
+                patch_site,
+                covered_by_dead: found.covered_by_dead,
+                dead_section: name(found.dead.section),
+                dead_site: found.dead.ip,
+                why,
+            }
+        })
+        .collect()
 }
 
-/// The functions at risk before and after processing: each function whose
-/// kallsyms extent holds a dead record, with its patch site by the arch's
-/// fact ([`crate::rule::Arch::patch_site`]), through [`risk::at_risk`].
-fn at_risk(
+/// F's patch site given its own record at `own`, and what the arch says
+/// about a record not at its symbol: it explains the report, it never
+/// decides it. Where the adjust moves the location to the patched
+/// instruction (arm64, riscv 6.13+) the site is that instruction.
+fn patch_site(
     image: &[u8],
     info: &ElfInfo,
     rule: &Rule,
-    symbols: &SymbolIndex<'_>,
-    records: &[Record],
-) -> (Vec<AtRisk>, Vec<AtRisk>) {
-    let mut functions: Vec<Function> = Vec::new();
-    for r in records.iter().filter(|r| r.dead) {
-        let Some(sym) = symbols.at_or_below(r.section, r.ip) else { continue };
-        if functions.last().is_some_and(|f| (f.section, f.start) == (sym.section, sym.value)) {
-            continue;
+    f: &elf::LookupSymbol,
+    own: u64,
+) -> (u64, Option<&'static str>) {
+    let first = elf::section_bytes(image, info, f.section, f.value, 4);
+    match rule.arch.patch_site(rule.adjust) {
+        _ if own == f.value && rule.adjust != Adjust::PatchSite => (own, None),
+        PatchSite::AfterEndbr64 if first == Some(&arch::ENDBR64[..]) => (own, Some("after its endbr64")),
+        PatchSite::LocalEntry => (own, Some("past its global entry's TOC setup")),
+        PatchSite::ArmBl => {
+            let bti = first.is_some_and(arch::is_arm64_bti);
+            (f.value + if bti { 8 } else { 4 }, Some("the BL the kernel patches"))
         }
-        let size = info.sections.get(sym.section as usize).map_or(0, |s| s.size);
-        let patch_site = match rule.arch.patch_site(rule.adjust) {
-            PatchSite::AtSymbol => sym.value,
-            PatchSite::AfterEndbr64 => {
-                let endbr = elf::section_bytes(image, info, sym.section, sym.value, 4) == Some(&arch::ENDBR64[..]);
-                sym.value + if endbr { 4 } else { 0 }
-            }
-            PatchSite::LocalEntry => sym.value + u64::from(sym.local_entry),
-            PatchSite::ArmBl => {
-                let first = elf::section_bytes(image, info, sym.section, sym.value, 4);
-                sym.value + if first.is_some_and(arch::is_arm64_bti) { 8 } else { 4 }
-            }
-            PatchSite::SecondInsn => sym.value + 4,
-        };
-        functions.push(Function {
-            name: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
-            section: sym.section,
-            start: sym.value,
-            end: symbols.next_above(sym.section, sym.value).unwrap_or(size).max(sym.value),
-            patch_site,
-        });
+        PatchSite::SecondInsn => (f.value + 4, Some("past its AUIPC")),
+        _ => (own, None),
     }
-    functions.sort_by_key(|f| (f.section, f.start));
-    functions.dedup_by_key(|f| (f.section, f.start));
-    let name = |s: u32| info.sections.get(s as usize).map_or_else(String::new, |s| s.name.clone());
-    let insn = rule.arch.mcount_insn_size();
-    (risk::at_risk(&functions, records, insn, &name), risk::at_risk(&functions, &risk::after(records), insn, &name))
 }
 
 fn facts(rule: &Rule) -> RuleFacts {

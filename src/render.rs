@@ -171,35 +171,63 @@ pub fn details(report: &Report) -> Vec<String> {
     lines
 }
 
-/// `F (patch site .text+0x..) can resolve to dead .text+0x..`
+/// `F (patch site .text+0x..[, why]) can resolve to dead .text+0x..`, or
+/// `F (no record)` for a function without one.
 fn at_risk(r: &AtRisk) -> String {
-    format!(
-        "{} (patch site {}+{:#x}) can resolve to dead {}+{:#x}",
-        r.function, r.section, r.patch_site, r.section, r.dead_site
-    )
+    let own = match (r.patch_site, r.why) {
+        (None, _) => "no record".to_string(),
+        (Some(at), None) => format!("patch site {}+{at:#x}", r.section),
+        (Some(at), Some(why)) => format!("patch site {}+{at:#x}, {why}", r.section),
+    };
+    format!("{} ({own}) can resolve to dead {}+{:#x}", r.function, r.dead_section, r.dead_site)
 }
 
 /// Why a function is at risk, for the JSON report.
 fn at_risk_reason(r: &AtRisk) -> String {
+    let f = &r.function;
+    let dead = if r.dead_section == r.section {
+        offset(r.dead_site, r.function_addr)
+    } else {
+        format!("{}+{:#x}", r.dead_section, r.dead_site)
+    };
+    if r.covered_by_dead {
+        return format!(
+            "the dead record at {dead} covers {f} itself, and the exact lookup of ftrace_location() can return it"
+        );
+    }
+    let own = match (r.patch_site, r.why) {
+        (None, _) => format!("{f} has no record of its own (as a notrace function has none)"),
+        (Some(at), why) => format!(
+            "{f}'s own record is at {}{}, not at the symbol",
+            offset(at, r.function_addr),
+            why.map_or_else(String::new, |w| format!(" ({w})"))
+        ),
+    };
     format!(
-        "{}'s own record is at {:+#x}, not at the symbol, so ftrace_location() searches its whole kallsyms \
-         extent, and the bsearch of lookup_rec() can return the dead record at {:+#x}",
-        r.function,
-        r.patch_site - r.function_addr,
-        r.dead_site - r.function_addr
+        "{own}, so ftrace_location() searches its whole kallsyms extent, and the bsearch of lookup_rec() can \
+         return the dead record at {dead}"
     )
 }
 
+/// `+0x..` or `-0x..`: where `at` lies from `base`.
+fn offset(at: u64, base: u64) -> String {
+    if at >= base { format!("+{:#x}", at - base) } else { format!("-{:#x}", base - at) }
+}
+
 fn json_at_risk(list: &[AtRisk]) -> String {
+    let hex = |v: u64| Json::str(&format!("{v:#x}"));
     let items: Vec<String> = list
         .iter()
         .map(|r| {
             let mut o = Json::object();
             o.field("function", &Json::str(&r.function));
             o.field("section", &Json::str(&r.section));
-            o.field("function_addr", &Json::str(&format!("{:#x}", r.function_addr)));
-            o.field("patch_site", &Json::str(&format!("{:#x}", r.patch_site)));
-            o.field("dead_site", &Json::str(&format!("{:#x}", r.dead_site)));
+            o.field("function_addr", &hex(r.function_addr));
+            o.field("patch_site", &r.patch_site.map_or("null".into(), hex));
+            o.field("dead_site", &hex(r.dead_site));
+            // Only where the extent ran on into another text section.
+            let other = (r.dead_section != r.section).then(|| Json::str(&r.dead_section));
+            o.field("dead_section", &other.unwrap_or_else(|| "null".into()));
             o.field("reason", &Json::str(&at_risk_reason(r)));
             o.close()
         })

@@ -10,7 +10,6 @@ use std::fmt;
 use object::elf;
 
 use crate::elf::{ElfInfo, Entry, Mapping, Odd, RelocShape, Target};
-use crate::risk::PatchSite;
 
 /// The architecture a module was built for, from `e_machine` and the ELF
 /// class, as `scripts/sorttable.c` tells them apart (`switch (e_machine)`).
@@ -106,7 +105,7 @@ pub fn srcarch_of(arch: &str) -> &str {
 
 impl Arch {
     /// Where a function's own ftrace record is relative to its symbol, as
-    /// the at-risk analysis needs it ([`crate::risk`], docs/at-risk.md).
+    /// the at-risk report explains it ([`crate::risk`], docs/at-risk.md).
     /// The adjust matters: where `ftrace_call_adjust()` moves a location to
     /// the patched instruction, that instruction is never the first one.
     #[must_use]
@@ -273,6 +272,23 @@ impl Adjust {
             && crate::elf::read_uint(&insns[..4], big_endian) == u64::from(PPC_LD_R2_R12_M8)
             && crate::elf::read_uint(&insns[4..], big_endian) == u64::from(PPC_ADD_R2_R2_R12)
     }
+}
+
+/// Where a function's own patch site is, relative to its symbol: an arch
+/// fact. It never decides whether a function is at risk; it only says,
+/// in the report, why a function's record is not at its symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchSite {
+    /// At the symbol.
+    AtSymbol,
+    /// `x86_64`: after a leading `endbr64` (4 bytes) when the function has one.
+    AfterEndbr64,
+    /// ppc64 `ELFv2`: at the local entry point, `st_other` says how far.
+    LocalEntry,
+    /// arm64 patchable entries: the `BL`, 4 bytes in, 8 after a `bti`.
+    ArmBl,
+    /// riscv patchable entries from 6.13: 4 bytes in, past the `auipc`.
+    SecondInsn,
 }
 
 /// The module memory regions the loader lays text sections out in
