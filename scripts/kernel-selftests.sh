@@ -36,30 +36,16 @@
 # with stock-stripped's) and writes
 # WORK/report.md.
 #
-# --weak CASE...: the series' own selftest (patch 5: the test module
-# test_ftrace_weak.ko, whose weak function is overridden inside it, and the
-# ftracetest case test.d/ftrace/func_dead_weak_module.tc), from the series
-# tree's tools/testing/selftests/ftrace, the module built against each
-# kernel, in a boot of its own per case (suite ftrace, that case alone):
-#   stock            the stock kernel, the module as built: must FAIL, with
-#                    the dead record listed and the fprobe never hit;
-#   lookup           stock with patch 1 alone (kernel-e2e's lookup kernel),
-#                    the module as built: FAIL, the dead record listed, but
-#                    the fprobe hit;
-#   stock-processed  the stock kernel, the module run through the tool:
-#                    must PASS (the dead word zeroed at build time);
-#   series           the series kernel, the module as built: must PASS;
-#   unsupported      the stock kernel, the module built with its weak body's
-#                    object not instrumented (no dead callsite): UNSUPPORTED;
-#   unresolved       the series kernel, the module cut short: UNRESOLVED.
-# Before the boots, `make install` of the series' ftrace selftests must
-# succeed without KDIR (no module built), and stock's lib.mk must fail it.
-# These boots are judged by report.py --weak (WORK/weak.md), apart from
-# its stock-against-series comparison, which runs stock's own selftests.
-# Default: all six; --weak "" runs none, and --forms "" with --weak runs
-# only them.
-# --arch aarch64: kernel-e2e's aarch64 pair instead (no kvm.ko, no x86
-# userland), the --weak cases alone; WORK gets -aarch64 appended.
+# --weak CASE...: patch 5's selftest (test_ftrace_weak.ko and ftracetest's
+# func_dead_weak_module.tc, from the series tree), the module built against
+# each kernel, one boot per case: stock, lookup (stock with patch 1 alone),
+# stock-processed (the module through the tool), series, unsupported (the
+# weak body not instrumented) and unresolved (the module cut short);
+# report.py --weak says what each must give (WORK/weak.md).  First, `make
+# install` of the series' ftrace selftests must pass without KDIR, and fail
+# with stock's lib.mk.  Default: all six; --weak "" runs none; --forms ""
+# runs only them.  --arch aarch64: kernel-e2e's aarch64 pair, --weak alone
+# (busybox userland); WORK gets -aarch64 appended.
 # --module-tests-only FORM...: in those forms ftracetest runs only its
 # module tests (MODULE_TESTS below), for time: a whole ftracetest run takes
 # most of an hour of TCG.  --cases TEST... runs those ftracetest cases there
