@@ -60,20 +60,22 @@ def main():
           f"{entries} entries; the model clears {cleared} (keeps {kept} words), "
           f"the tool would neutralise {weak} (and keeps {doubt} as doubts); "
           f"{len(bad)} modules differ")
-    for m, why in bad:
+    for m, why in bad[:20]:
         print(m)
-        print("\n".join(why))
+        print("\n".join(why[:4] + ([f"  ... and {len(why) - 4} more"] if len(why) > 4 else [])))
+    if len(bad) > 20:
+        print(f"... and {len(bad) - 20} more modules")
     for w in warned:
         print(f"ftrace_call_adjust() warned: {w}")
     if instr:
         rows = [line.rstrip("\n").split("\t") for line in open(instr)]
-        rows = sorted(((key_, int(c)) for key_, c in rows), key=lambda r: -r[1])
+        rows = sorted(((key_.removesuffix(".bin"), int(c)) for key_, c in rows), key=lambda r: -r[1])
         total = sum(c for _, c in rows)
         print(f"\ninstructions: {total} over {len(rows)} modules ({total / max(entries, 1):.1f} per entry); "
               f"stock: 0 (no check without FTRACE_MCOUNT_MAX_OFFSET)")
-        print("| module | entries | series (instructions) |\n|---|---|---|")
+        print("| module | entries | series (M instr.) |\n|---|---|---|")
         for m, c in rows[:top_n]:
-            print(f"| {Path(m).name} | {model[m.removesuffix('.bin')][0]} | {c} |")
+            print(f"| {Path(m).name} | {model[m][0]} | {c / 1e6:.2f} |")
     if control:
         print("control: " + ("differs, as it must" if bad else "FAILED to differ"))
         return 0 if bad else 1
