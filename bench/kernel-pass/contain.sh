@@ -85,7 +85,8 @@ python3 "$HERE/extract.py" --undef FTRACE_MCOUNT_MAX_OFFSET --file "$adjust" "$s
 mv "$work/model$$.c" "$work/model.c"
 insn=$(tar -xJOf "$src" "linux-source-7.2/$header" | sed -n 's/^#define MCOUNT_INSN_SIZE[[:space:]]*//p')
 flags=(-DMCOUNT_INSN_SIZE="$insn")
-for opt in $(grep -o 'CONFIG_[A-Z0-9_]*' "$work/model.c" | sort -u); do
+mapfile -t opts < <(grep -o 'CONFIG_[A-Z0-9_]*' "$work/model.c" | sort -u)
+for opt in "${opts[@]}"; do
     on=0
     grep -qx "$opt=y" "$config" && on=1
     [[ ,$control, = *,adjust,* ]] && on=0
@@ -124,5 +125,7 @@ fi
 (cd "$REPO" && nice -n 10 cargo build --release --quiet)
 "$REPO/target/release/zero-weak-mcount" --check --format=json --tree -j 2 "$top_dir" \
     > "$work/tool.jsonl" 2>"$work/tool.err" || [ $? = 1 ]
-python3 "$HERE/contain.py" "$work/model$tag.tsv" "$work/dumps" "$work/tool.jsonl" "$top_dir" \
-    ${control:+--control} $([ $instructions = 1 ] && echo "--instructions $work/instructions.tsv --top $top")
+extra=()
+[ -z "$control" ] || extra+=(--control)
+[ $instructions = 0 ] || extra+=(--instructions "$work/instructions.tsv" --top "$top")
+python3 "$HERE/contain.py" "$work/model$tag.tsv" "$work/dumps" "$work/tool.jsonl" "$top_dir" "${extra[@]}"
