@@ -2,25 +2,31 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """dump.py MODULE.ko[.xz] OUT.bin [MAX_OFFSET]: what ftrace_process_locs() sees
 of a module.   dump.py --count MODULE...: its callsite count, one line each.
+dump.py --tree OUTDIR TOP MODULE...: each MODULE (a path under TOP) to
+OUTDIR/ its path under TOP .bin, unless that is newer; one process for a
+whole tree.
 
 The load-time pass works on relocated addresses: the module's sections
 placed in their memory regions (kernel/module/main.c layout_sections()),
 its symbols' values moved with them (simplify_symbols()), and the
 callsite words resolved by their RELA relocations (apply_relocate_add()).
-This lays an x86_64 or ppc64le module out the same way, with every region
-at its own page-aligned base, and writes the result for pass.c:
+This lays a 64-bit module out the same way (x86_64, ppc64le, arm64,
+riscv64, s390x), with every region at its own page-aligned base, and
+writes the result, in the host's byte order, for pass.c:
 
   u64 magic "zwmpass1", u64 max_offset,
   u64 nregions, nregions x (u64 base, u64 size),
   u64 nsyms,    nsyms x (u64 value, u64 nameable),
-  u64 nlocs,    nlocs x u64 location   (file order, unsorted)
+  u64 nlocs,    nlocs x u64 word   (the table's words in table order,
+                                    each as its relocation leaves it)
 
 and then, for verbatim.c (pass.c stops reading before it), what a
 candidate written against the kernel's own structures needs:
 
   u64 magic "zwmsyms1",
   nregions x u64 enum mod_mem_type of each region,
-  nsyms x (u64 st_shndx, u64 st_name), u64 strtab size, the strtab
+  nsyms x (u64 st_shndx, u64 st_name), u64 strtab size, the strtab,
+  u64 magic "zwmfunc1", nsyms x (u64 st_info, u64 st_size)
 
 "nameable" is find_kallsyms_symbol()'s filter: defined, named, and not a
 mapping symbol (include/linux/module_symbol.h). The layout is the
@@ -30,8 +36,6 @@ not change how much work a pass does.
 import struct
 import sys
 from pathlib import Path
-
-from elftools.elf.enums import ENUM_ST_SHNDX
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "guest"))
 import guest  # noqa: E402  (the harness's one ELF layer)
@@ -44,6 +48,10 @@ MASKS = [(SHF_EXECINSTR | SHF_ALLOC, 0), (SHF_ALLOC, SHF_WRITE | SHF_EXECINSTR),
 TYPES = [0, 2, 3, 1]  # MOD_TEXT, MOD_RODATA, MOD_RO_AFTER_INIT, MOD_DATA
 REGION_STRIDE = 1 << 26
 BASE = 0xFFFFFFFFA0000000
+# The one relocation a callsite word may carry, by e_machine: the word
+# becomes S + A (R_X86_64_64, R_PPC64_ADDR64, R_AARCH64_ABS64, R_RISCV_64,
+# R_390_64).
+ABS64 = {"EM_X86_64": 1, "EM_PPC64": 38, "EM_AARCH64": 257, "EM_RISCV": 2, "EM_S390": 22}
 
 
 def read(path):
@@ -102,26 +110,47 @@ def count(paths):
         print(0 if table is None else secs[table]["size"] // 8, path)
 
 
+def tree(outdir, top, paths):
+    for path in paths:
+        out = Path(outdir) / (str(Path(path).relative_to(top)).split(".ko")[0] + ".bin")
+        if out.exists() and out.stat().st_mtime > Path(path).stat().st_mtime:
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        dump(path, str(out), 0, quiet=True)
+
+
 def main():
     if sys.argv[1] == "--count":
         return count(sys.argv[2:])
-    src, out = sys.argv[1], sys.argv[2]
-    max_offset = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    if sys.argv[1] == "--tree":
+        return tree(sys.argv[2], sys.argv[3], sys.argv[4:])
+    dump(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 4)
+
+
+def dump(src, out, max_offset, quiet=False):
     elf = read(src)
     secs = sections(elf)
     where, regions = layout(secs)
     symtab = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_SYMTAB")
     strtab = elf.get_section(symtab["sh_link"]).data()
-    syms, names = [], []
-    for sym in symtab.iter_symbols():
-        shndx, value = sym["st_shndx"], sym["st_value"]
-        if isinstance(shndx, int) and shndx < len(secs):   # not UNDEF, ABS or COMMON
-            value += where.get(shndx, 0)
-        syms.append((value, int(shndx != "SHN_UNDEF" and sym.name != "" and not is_mapping(sym.name))))
-        names.append((ENUM_ST_SHNDX.get(shndx, shndx), sym["st_name"]))
+    syms, names, funcs = [], [], []
+    # Elf64_Sym read raw: st_name, st_info, st_other, st_shndx, st_value, st_size.
+    order = "<" if elf.little_endian else ">"
+    for st_name, info, _, shndx, value, size in struct.iter_unpack(order + "IBBHQQ", symtab.data()):
+        name = strtab[st_name:strtab.index(b"\0", st_name)].decode("latin-1")
+        value += where.get(shndx, 0)   # UNDEF, ABS and COMMON are no section of where
+        syms.append((value, int(shndx != 0 and name != "" and not is_mapping(name))))
+        names.append((shndx, st_name))
+        funcs.append((info, size))
     table = callsite_table(secs)
-    rela = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_RELA" and s["sh_info"] == table)
-    locs = [(syms[r["r_info_sym"]][0] + r["r_addend"]) & (2**64 - 1) for r in rela.iter_relocations()]
+    locs = []
+    if table is not None:
+        data = elf.get_section(table).data()
+        locs = list(struct.unpack(("<" if elf.little_endian else ">") + f"{len(data) // 8}Q", data))
+        rela = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_RELA" and s["sh_info"] == table)
+        for r in rela.iter_relocations():
+            assert r["r_info_type"] == ABS64[elf["e_machine"]], f"{src}: relocation type {r['r_info_type']}"
+            locs[r["r_offset"] // 8] = (syms[r["r_info_sym"]][0] + r["r_addend"]) & (2**64 - 1)
     with open(out, "wb") as f:
         f.write(b"zwmpass1" + struct.pack("<Q", max_offset))
         f.write(struct.pack("<Q", len(regions)) + b"".join(struct.pack("<QQ", *r[:2]) for r in regions))
@@ -130,7 +159,9 @@ def main():
         f.write(b"zwmsyms1" + b"".join(struct.pack("<Q", r[2]) for r in regions))
         f.write(b"".join(struct.pack("<QQ", *n) for n in names))
         f.write(struct.pack("<Q", len(strtab)) + strtab)
-    print(f"{src}: {len(regions)} regions, {len(syms)} symbols, {len(locs)} locations")
+        f.write(b"zwmfunc1" + b"".join(struct.pack("<QQ", *i) for i in funcs))
+    if not quiet:
+        print(f"{src}: {len(regions)} regions, {len(syms)} symbols, {len(locs)} locations")
 
 
 if __name__ == "__main__":

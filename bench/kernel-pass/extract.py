@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""extract.py TARBALL PATCHDIR NAME...: the definitions NAME... (functions and
-structs, in that order) as they stand in kernel/module/kallsyms.c and
-kernel/trace/ftrace.c once the patches of PATCHDIR (its NNNN-*.patch, a
-cover letter 0000-* aside) are applied to the linux-source TARBALL.
+"""extract.py [--undef MACRO] [--file PATH]... TARBALL PATCHDIR NAME...: the
+definitions NAME... (functions and structs, in that order) as they stand in
+kernel/module/kallsyms.c and kernel/trace/ftrace.c once the patches of
+PATCHDIR (its NNNN-*.patch, a cover letter 0000-* aside) are applied to the
+linux-source TARBALL.
+
+--undef MACRO reads the files as the preprocessor does with MACRO
+undefined, for the conditionals that test it alone (#ifdef, #ifndef,
+#if defined(MACRO) && ...): where a file defines one function twice, on
+both sides of such a conditional, the side that MACRO's absence compiles
+is the one taken. --file PATH searches one more file of the tarball,
+unpatched, after the others (an arch's ftrace_call_adjust()).
 
 The code is taken from the patched files at run time, byte for byte, so
 that verbatim.c measures what a series really adds, not a model of it;
@@ -19,16 +27,50 @@ import tempfile
 FILES = ["kernel/module/kallsyms.c", "kernel/trace/ftrace.c", "include/linux/module.h"]
 
 
-def patched(tarball, patchdir, tmp):
+def patched(tarball, patchdir, tmp, extra):
     top = os.path.basename(tarball).removesuffix(".tar.xz")
     subprocess.run(["tar", "-xJf", tarball, "-C", tmp, "--strip-components=1"]
-                   + [f"{top}/{f}" for f in FILES], check=True)
+                   + [f"{top}/{f}" for f in FILES + extra], check=True)
     patches = sorted(p for p in glob.glob(os.path.join(os.path.abspath(patchdir), "[0-9][0-9][0-9][0-9]-*.patch"))
                      if not os.path.basename(p).startswith("0000-"))
     if not patches:
         sys.exit(f"extract.py: no NNNN-*.patch in {patchdir}")
     subprocess.run(["git", "apply", *[f"--include={f}" for f in FILES], *patches], cwd=tmp, check=True)
-    return [open(os.path.join(tmp, f)).read().splitlines() for f in FILES[:2]]
+    return [open(os.path.join(tmp, f)).read().splitlines() for f in FILES[:2] + extra]
+
+
+def undefine(lines, macro):
+    """The lines the preprocessor keeps with @macro undefined, deciding only
+    the conditionals on @macro alone; any other use of it in a condition
+    is refused rather than guessed."""
+    out, stack = [], []   # stack: (decides, taking) per open conditional
+    live = True
+    for line in lines:
+        d = re.match(r"\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)", line)
+        kind, cond = (d.group(1), d.group(2)) if d else (None, "")
+        if kind in ("ifdef", "ifndef", "if"):
+            mine = re.search(rf"\b{re.escape(macro)}\b", cond) is not None
+            if mine and not (kind != "if" and cond.split()[0] == macro
+                             or kind == "if" and re.match(rf"\s*defined\({macro}\)\s*&&", cond)):
+                sys.exit(f"extract.py: cannot decide #{kind}{cond} with {macro} undefined")
+            stack.append((mine, kind == "ifndef", live))
+            live = live and (not mine or kind == "ifndef")
+            if mine:
+                continue
+        elif kind in ("elif", "else") and stack[-1][0]:
+            if kind == "elif":
+                sys.exit(f"extract.py: cannot decide #elif after a test of {macro}")
+            mine, taking, outer = stack[-1]
+            live = outer and not taking
+            continue
+        elif kind == "endif":
+            mine, _, outer = stack.pop()
+            if mine:
+                live = outer
+                continue
+        if live:
+            out.append(line)
+    return out
 
 
 def definition(lines, name):
@@ -48,9 +90,18 @@ def definition(lines, name):
 
 
 def main():
-    tarball, patchdir, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args, undef, extra = sys.argv[1:], None, []
+    while args and args[0] in ("--undef", "--file"):
+        if args[0] == "--undef":
+            undef = args[1]
+        else:
+            extra.append(args[1])
+        args = args[2:]
+    tarball, patchdir, names = args[0], args[1], args[2:]
     with tempfile.TemporaryDirectory() as tmp:
-        files = patched(tarball, patchdir, tmp)
+        files = patched(tarball, patchdir, tmp, extra)
+    if undef:
+        files = [undefine(f, undef) for f in files]
     for name in names:
         found = next((d for d in (definition(f, name) for f in files) if d), None)
         if found is None:

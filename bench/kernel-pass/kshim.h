@@ -7,6 +7,11 @@
  * call do what the kernel's do (bit operations a word at a time, as
  * lib/find_bit.c).  ftrace_call_adjust() is x86's: the identity.
  * Locking and RCU cost nothing here; the module is not shared.
+ *
+ * With -DMCOUNT_INSN_SIZE=N the arch is one without
+ * FTRACE_MCOUNT_MAX_OFFSET (arm64, riscv, s390): its ftrace_call_adjust()
+ * comes verbatim from its arch/ file with the rest, and the Kconfig options
+ * that function tests arrive as -DCONFIG_X=0|1 from the tree's config.
  */
 #include <elf.h>
 #include <stdbool.h>
@@ -14,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef MCOUNT_INSN_SIZE
 #define FTRACE_MCOUNT_MAX_OFFSET 4	/* ENDBR_INSN_SIZE: x86_64 with IBT */
+#endif
 #define CONFIG_MODULES 1
 #define CONFIG_KALLSYMS 1
 #define GFP_KERNEL 0
@@ -22,6 +29,12 @@
 #define BITS_PER_LONG 64
 
 typedef Elf64_Sym Elf_Sym;
+#define ELF_ST_TYPE(info) ELF64_ST_TYPE(info)
+#ifdef ZWM_EVERY_FUNC_LOCAL	/* contain.sh --control guard */
+#define ELF_ST_BIND(info) STB_LOCAL
+#else
+#define ELF_ST_BIND(info) ELF64_ST_BIND(info)
+#endif
 
 enum mod_mem_type {
 	MOD_TEXT = 0,
@@ -85,10 +98,38 @@ static inline void shim_nothing(void) { }
 #define rcu_read_unlock() shim_nothing()
 #define rcu_dereference(p) (p)
 
+#ifdef MCOUNT_INSN_SIZE
+/* What the arches' ftrace_call_adjust() use; a warning is counted. */
+static unsigned long shim_warnings;
+#define IS_ENABLED(option) (option)
+#define IS_ALIGNED(x, a) (((x) & ((a) - 1)) == 0)
+static inline bool shim_warn(bool cond)
+{
+	shim_warnings += cond;
+	return cond;
+}
+#define WARN_RATELIMIT(cond, ...) shim_warn(cond)
+#define AARCH64_INSN_SIZE 4
+#define MCOUNT_AUIPC_SIZE 4	/* arch/riscv/include/asm/ftrace.h */
+typedef uint32_t u32;
+typedef uint32_t __le32;
+#define le32_to_cpu(x) (x)
+/* HINT #0 is NOP; BTI, BTI c, BTI j and BTI jc are HINT #32, #34, #36, #38. */
+static inline u32 aarch64_insn_gen_nop(void)
+{
+	return 0xd503201f;
+}
+
+static inline bool aarch64_insn_is_bti(u32 insn)
+{
+	return (insn & ~0xc0u) == 0xd503241f;
+}
+#else
 static inline unsigned long ftrace_call_adjust(unsigned long addr)
 {
 	return addr;
 }
+#endif
 
 static inline unsigned long rounddown_pow_of_two(unsigned long n)
 {
@@ -110,6 +151,16 @@ static inline void shim_free_bitmap(unsigned long **map)
 {
 	if (*map)
 		bitmap_free(*map);
+}
+static inline void *kvmalloc_array(size_t n, size_t size, int flags)
+{
+	(void)flags;
+	return malloc(n * size + 1);
+}
+
+static inline void shim_free_kvfree(unsigned long **p)
+{
+	free(*p);
 }
 #define __free(kind) __attribute__((cleanup(shim_free_##kind)))
 

@@ -17,6 +17,12 @@
  *   verbatim -c DUMP...   run once per module, for
  *                         valgrind --tool=callgrind --toggle-collect=run_candidate
  *
+ * Built for an arch without FTRACE_MCOUNT_MAX_OFFSET (-DMCOUNT_INSN_SIZE=N,
+ * kshim.h), stock checks nothing and keeps every word; there the last
+ * column lists instead the table offsets (word index times 8, as the
+ * tool's --format=json table_offset) of the words the series cleared,
+ * for contain.py to hold against the tool's.
+ *
  * The module is laid out as the loader leaves it for ftrace_process_locs():
  * struct module's memory regions and its full ELF symbol table (what
  * add_kallsyms() points mod->kallsyms at), and the callsite words sorted.
@@ -30,6 +36,7 @@ struct dump {
 	struct module mod;
 	struct mod_kallsyms ks;
 	unsigned long *words, n;
+	unsigned long *order;	/* order[k]: the table index of sorted word k */
 	uint64_t nregions;
 	uint64_t *region;	/* base, size pairs */
 	uint64_t *nameable;	/* dump.py's find_kallsyms_symbol() filter */
@@ -57,9 +64,11 @@ static uint64_t read_u64(FILE *f, const char *path)
 	return v;
 }
 
-static int cmp_ulong(const void *a, const void *b)
+static const unsigned long *sort_by;
+
+static int cmp_index(const void *a, const void *b)
 {
-	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+	unsigned long x = sort_by[*(const unsigned long *)a], y = sort_by[*(const unsigned long *)b];
 
 	return x < y ? -1 : x > y;
 }
@@ -69,6 +78,7 @@ static void load(struct dump *d, const char *path)
 	FILE *f = fopen(path, "rb");
 	char magic[8];
 	uint64_t nsyms, *sym, *names, strsize, *types;
+	unsigned long *sorted;
 
 	if (!f || fread(magic, 8, 1, f) != 1 || memcmp(magic, "zwmpass1", 8)) {
 		fprintf(stderr, "verbatim: %s: not a dump.py file\n", path);
@@ -91,6 +101,16 @@ static void load(struct dump *d, const char *path)
 	names = read_array(f, nsyms * 2, 8, path);
 	strsize = read_u64(f, path);
 	d->ks.strtab = read_array(f, strsize, 1, path);
+	if (fread(magic, 8, 1, f) == 1 && !memcmp(magic, "zwmfunc1", 8)) {
+		uint64_t *funcs = read_array(f, nsyms * 2, 8, path);
+
+		d->ks.symtab = calloc(nsyms + 1, sizeof(Elf_Sym));
+		for (uint64_t s = 0; s < nsyms; s++) {
+			d->ks.symtab[s].st_info = funcs[2 * s];
+			d->ks.symtab[s].st_size = funcs[2 * s + 1];
+		}
+		free(funcs);
+	}
 	fclose(f);
 
 	for (uint64_t r = 0; r < d->nregions; r++) {
@@ -101,7 +121,8 @@ static void load(struct dump *d, const char *path)
 		d->mod.mem[types[r]].base = (void *)(uintptr_t)d->region[2 * r];
 		d->mod.mem[types[r]].size = d->region[2 * r + 1];
 	}
-	d->ks.symtab = calloc(nsyms + 1, sizeof(Elf_Sym));
+	if (!d->ks.symtab)
+		d->ks.symtab = calloc(nsyms + 1, sizeof(Elf_Sym));
 	d->ks.num_symtab = nsyms;
 	d->nameable = malloc(nsyms * 8 + 8);
 	for (uint64_t s = 0; s < nsyms; s++) {
@@ -115,7 +136,17 @@ static void load(struct dump *d, const char *path)
 		}
 	}
 	d->mod.kallsyms = &d->ks;
-	qsort(d->words, d->n, sizeof(*d->words), cmp_ulong);
+	/* Sorted as ftrace_process_locs() sorts them, remembering where from. */
+	d->order = malloc(d->n * sizeof(*d->order) + 1);
+	for (unsigned long i = 0; i < d->n; i++)
+		d->order[i] = i;
+	sort_by = d->words;
+	qsort(d->order, d->n, sizeof(*d->order), cmp_index);
+	sorted = malloc(d->n * sizeof(*sorted) + 1);
+	for (unsigned long i = 0; i < d->n; i++)
+		sorted[i] = d->words[d->order[i]];
+	free(d->words);
+	d->words = sorted;
 	free(sym);
 	free(names);
 	free(types);
@@ -128,6 +159,7 @@ __attribute__((noinline)) int run_candidate(struct module *mod, unsigned long *w
 	return CANDIDATE_CALL(mod, words, n);
 }
 
+#ifdef FTRACE_MCOUNT_MAX_OFFSET
 /*
  * Stock's answer for word @ip: kallsyms names it after the closest
  * nameable symbol at or below it in the memory region holding it, and
@@ -157,6 +189,7 @@ static bool stock_keeps(const struct dump *d, unsigned long ip)
 	}
 	return found && ip - best <= FTRACE_MCOUNT_MAX_OFFSET;
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -174,14 +207,23 @@ int main(int argc, char **argv)
 		load(&d, argv[a]);
 		want = malloc(d.n * sizeof(*want) + 1);
 		memcpy(want, d.words, d.n * sizeof(*want));
-		ret = run_candidate(&d.mod, d.words, d.n);
-		for (unsigned long i = 0; i < d.n; i++) {
+		ret = d.n ? run_candidate(&d.mod, d.words, d.n) : 0;
+		for (unsigned long i = 0; i < d.n; i++)
 			kept += d.words[i] != 0;
+#ifdef FTRACE_MCOUNT_MAX_OFFSET
+		for (unsigned long i = 0; i < d.n; i++)
 			if (!once && (d.words[i] != 0) != (want[i] && stock_keeps(&d, want[i])))
 				bad++;
-		}
 		printf("%s\t%lu\t%lu\t%s\n", d.path, d.n, kept,
 		       once ? "-" : bad ? "DIFFERS from stock" : "same as stock");
+#else
+		printf("%s\t%lu\t%lu\t", d.path, d.n, kept);
+		for (unsigned long i = 0, sep = 0; i < d.n; i++)
+			if (want[i] && !d.words[i])
+				printf(sep++ ? ",%#lx" : "%#lx", d.order[i] * 8);
+		printf(shim_warnings ? "\t%lu warnings\n" : "\n", shim_warnings);
+		shim_warnings = 0;
+#endif
 		if (bad)
 			status = 1;
 		(void)ret;

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# bench/kernel-pass/contain.sh [--series DIR] [--control guard|insn|adjust[,...]]
+#                              [--stripped] [--instructions] [--top N] ARCH
+#
+# The series' pass for arches without FTRACE_MCOUNT_MAX_OFFSET, compiled
+# verbatim (extract.py --undef FTRACE_MCOUNT_MAX_OFFSET, with the arch's
+# own ftrace_call_adjust() from its arch/ file and the Kconfig options it
+# tests set as in Debian's config), over EVERY module of Debian sid's ARCH
+# tree (arm64, riscv64 or s390x), each laid out as the loader lays it out
+# (dump.py --tree). The words it clears are held against the entries the
+# tool (target/release/zero-weak-mcount --check --format=json) would
+# neutralise, module by module (contain.py); exit 1 on any difference.
+#
+# --control runs a model that must differ somewhere instead, and exits 1
+# if it does not: "guard" ignores the series' rule that a module without a
+# local function symbol is left alone (every function counts as local),
+# "insn" takes MCOUNT_INSN_SIZE as 0, "adjust" turns the Kconfig options
+# ftrace_call_adjust() tests off; "adjust,insn" does both.
+#
+# --stripped runs on a copy of the tree with every module decompressed and
+# stripped as llvm-objcopy --strip-unneeded strips it (no local function
+# symbol is left): the series must then leave every table alone, as the
+# tool does (its doubt), and --control guard must differ.
+#
+# --instructions counts with callgrind the instructions the pass executes,
+# in one run over the whole tree (one callgrind dump per module), and
+# prints the total and the --top (default 10) modules. Stock executes
+# nothing here: without FTRACE_MCOUNT_MAX_OFFSET it makes a record of every
+# word, unchecked, as the series then does of the words left.
+# The series is kernel/ (default) or --series DIR; work files under
+# ~/.cache/zero-weak-mcount/kernel-pass/ARCH. docs/kernel-bench.md has the
+# results.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+series=$REPO/kernel control='' instructions=0 top=10 stripped=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --series) series=$(cd "$2" && pwd); shift 2;;
+        --control) control=$2; shift 2;;
+        --instructions) instructions=1; shift;;
+        --stripped) stripped=-stripped; shift;;
+        --top) top=$2; shift 2;;
+        -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
+        -*) echo "contain.sh: unknown option $1" >&2; exit 2;;
+        *) arch=$1; shift;;
+    esac
+done
+# Where each arch has its ftrace_call_adjust() and MCOUNT_INSN_SIZE.
+case "${arch:-}" in
+    arm64) adjust=arch/arm64/kernel/ftrace.c header=arch/arm64/include/asm/ftrace.h;;
+    riscv64) adjust=arch/riscv/kernel/ftrace.c header=arch/riscv/include/asm/ftrace.h;;
+    s390x) adjust=arch/s390/include/asm/ftrace.h header=$adjust;;
+    *) echo "contain.sh: ARCH is arm64, riscv64 or s390x" >&2; exit 2;;
+esac
+work=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-pass/$arch$stripped
+mkdir -p "$work"
+root=$("$REPO/scripts/fetch-debian-kernel.sh" sid "$arch")
+kver=$(cat "$root/../kver")
+top_dir=$(find "$root" -maxdepth 4 -type d -path "*/modules/$kver" | head -n 1)
+config=$top_dir/config
+[ -s "$config" ] || { echo "contain.sh: no config beside the modules of $kver" >&2; exit 1; }
+src=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2)/usr/src/linux-source-7.2.tar.xz
+if [ -n "$stripped" ]; then
+    echo "contain.sh: stripping the modules of $kver" >&2
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    find "$top_dir" -name '*.ko*' -printf '%P\0' | xargs -0 -P 2 -n 100 nice -n 10 bash -c '
+        from=$1; shift
+        for m; do o=$0/${m%.xz}; [ -s "$o" ] && continue
+            mkdir -p "${o%/*}"
+            xz -dc "$from/$m" > "$o.tmp" 2>/dev/null || cp "$from/$m" "$o.tmp"
+            llvm-objcopy --strip-unneeded "$o.tmp" "$o" && rm "$o.tmp"; done' "$work/tree" "$top_dir"
+    top_dir=$work/tree
+fi
+
+echo "contain.sh: $arch $kver: laying out $(find "$top_dir" -name '*.ko*' | wc -l) modules" >&2
+find "$top_dir" -name '*.ko*' -print0 | sort -z |
+    xargs -0 -P 2 -n 100 nice -n 10 python3 "$HERE/dump.py" --tree "$work/dumps" "$top_dir"
+
+# The model: the series' functions, verbatim, in the order they are defined.
+python3 "$HERE/extract.py" --undef FTRACE_MCOUNT_MAX_OFFSET --file "$adjust" "$src" "$series" \
+    ftrace_call_adjust kallsyms_symbol_name kallsyms_sym_names_addrs module_kallsyms_walk_text \
+    ftrace_mod_callsites ftrace_mod_first ftrace_mod_mark_funcs ftrace_mod_clear_dead > "$work/model$$.c"
+mv "$work/model$$.c" "$work/model.c"
+insn=$(tar -xJOf "$src" "linux-source-7.2/$header" | sed -n 's/^#define MCOUNT_INSN_SIZE[[:space:]]*//p')
+flags=(-DMCOUNT_INSN_SIZE="$insn")
+mapfile -t opts < <(grep -o 'CONFIG_[A-Z0-9_]*' "$work/model.c" | sort -u)
+for opt in "${opts[@]}"; do
+    on=0
+    grep -qx "$opt=y" "$config" && on=1
+    [[ ,$control, = *,adjust,* ]] && on=0
+    flags+=(-D"$opt=$on")
+done
+# The dump has no text bytes for ftrace_call_adjust() to read.
+! grep -qx 'CONFIG_ARM64_BTI_KERNEL=y' "$config" ||
+    { echo "contain.sh: $kver has ARM64_BTI_KERNEL: the model cannot read instructions" >&2; exit 1; }
+for c in ${control//,/ }; do
+    case "$c" in
+        guard) flags+=(-DZWM_EVERY_FUNC_LOCAL);;
+        insn) flags+=(-UMCOUNT_INSN_SIZE -DMCOUNT_INSN_SIZE=0);;
+        adjust) ;;
+        *) echo "contain.sh: --control is guard, insn or adjust" >&2; exit 2;;
+    esac
+done
+tag=${control:+-$control}
+echo "contain.sh: model built with ${flags[*]}" >&2
+gcc -O2 -Wall -Werror -Wno-unused-function -I"$HERE" -DVERBATIM="\"$work/model.c\"" "${flags[@]}" \
+    -D"CANDIDATE_CALL(mod,words,n)=!ftrace_mod_clear_dead(words,n,mod)" -o "$work/model$tag" "$HERE/verbatim.c"
+find "$work/dumps" -name '*.bin' -print0 | sort -z | xargs -0 "$work/model$tag" > "$work/model$tag.tsv"
+
+if [ $instructions = 1 ]; then
+    rm -f "$work"/cg.out*
+    mapfile -t called < <(awk -F'\t' '$2 > 0 {print $1}' "$work/model.tsv")
+    nice -n 10 valgrind --tool=callgrind --toggle-collect=run_candidate --dump-after=run_candidate \
+        --callgrind-out-file="$work/cg.out" "$work/model$tag" -c "${called[@]}" >/dev/null 2>"$work/cg.err" ||
+        { cat "$work/cg.err" >&2; exit 1; }
+    # Dump k (cg.out.k) is the k-th module passed; its "summary:" is the pass.
+    for ((k = 1; k <= ${#called[@]}; k++)); do
+        printf '%s\t%s\n' "${called[k - 1]#"$work/dumps/"}" "$(sed -n 's/^summary: //p' "$work/cg.out.$k")"
+    done > "$work/instructions.tsv"
+    rm -f "$work"/cg.out*
+fi
+
+(cd "$REPO" && nice -n 10 cargo build --release --quiet)
+"$REPO/target/release/zero-weak-mcount" --check --format=json --tree -j 2 "$top_dir" \
+    > "$work/tool.jsonl" 2>"$work/tool.err" || [ $? = 1 ]
+extra=()
+[ -z "$control" ] || extra+=(--control)
+[ $instructions = 0 ] || extra+=(--instructions "$work/instructions.tsv" --top "$top")
+python3 "$HERE/contain.py" "$work/model$tag.tsv" "$work/dumps" "$work/tool.jsonl" "$top_dir" "${extra[@]}"
