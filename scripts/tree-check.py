@@ -4,18 +4,17 @@
 Debian module trees, with and without the package's own --kconfig, and
 compare the two runs module by module (docs/trees.md).
 
-Usage: scripts/tree-check.py [--trees LIST] [--work DIR] [--keep] [-j N]
+Usage: scripts/tree-check.py [--trees LIST] [--work DIR] [-j N] [--tool ZWM]
 
 A tree is SUITE-DEBARCH (the newest build scripts/fetch-debian-kernel.sh
 gets for it) or SUITE-DEBARCH@ABI (an ABI already unpacked in the cache,
 for instance trixie-ppc64el@6.12.107+deb13-powerpc64le, which the mirror no
-longer serves; it is never fetched).  Default: the seven trees of
-DEFAULT_TREES below, each fetched.
+longer serves; it is never fetched); /FLAVOUR after either picks a flavour
+(bookworm-armel/marvell).  Default: the seven trees of DEFAULT_TREES below.
 
-For each tree every module under lib/modules/KVER/kernel is copied as a
-plain ELF (decompressed, signature stripped: guest.py's helpers), so that
-"would change" means "has entries to zero" and nothing else; then the tool
-runs over the copy twice, without and with --kconfig (boot/config-KVER or
+The tool runs twice over lib/modules/KVER/kernel as shipped (--check reads
+a compressed or signed module in memory, and "would change" means "has
+entries to zero"), without and with --kconfig (boot/config-KVER or
 lib/modules/KVER/config).  Reported per tree: modules, modules that would
 change, entries zeroed, entries kept for doubt, errors, modules where both
 runs zero exactly the same entries (section+offset), the kinds of
@@ -23,8 +22,9 @@ difference, and the invariant-1 violations: entries the run without
 --kconfig zeroes but the --kconfig run keeps.  Also the count of symbols
 named '$*' or 'L0*' (kallsyms rules of 6.1-6.5 and 7.2 differ on them).
 
-Environment: ZWM (the tool; default target/release/zero-weak-mcount; cargo
-build --release runs either way), ZWM_CACHE (scripts/fetch-debian-kernel.sh).
+Environment: ZWM (the tool, unless --tool names it; default
+target/release/zero-weak-mcount; cargo build --release runs unless --tool is
+given), ZWM_CACHE (scripts/fetch-debian-kernel.sh).
 Exit status: 0 when no run reports an error and invariant 1 holds in every
 tree, 1 otherwise (also when a tree cannot be fetched or found).
 """
@@ -34,7 +34,6 @@ import json
 import multiprocessing
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,28 +56,6 @@ def modules_under(root):
         for f in files:
             if MOD_RE.search(f):
                 yield os.path.join(d, f)
-
-
-def _prep_one(job):
-    src, dst = job
-    elf, _signed = guest.strip_signature(guest.read_module(src))
-    if elf[:4] != b"\x7fELF":
-        return f"{src}: not an ELF module after decompression"
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    with open(dst, "wb") as f:
-        f.write(elf)
-    return None
-
-
-def prep(src, dst, jobs):
-    """Every module under SRC as a plain ELF at the same relative path
-    (.ko) under DST; the count, or an exception naming the bad ones."""
-    work = [(p, os.path.join(dst, MOD_RE.sub(".ko", os.path.relpath(p, src)))) for p in modules_under(src)]
-    with multiprocessing.Pool(jobs) as pool:
-        bad = [r for r in pool.map(_prep_one, work, chunksize=32) if r]
-    if bad:
-        raise RuntimeError("preparing the module copies failed: " + "; ".join(bad[:3]))
-    return len(work)
 
 
 def parse_log(path, root):
@@ -177,23 +154,26 @@ def symbols(root):
 
 
 def tree_root(spec):
-    """The extraction root of SPEC (fetching SUITE-DEBARCH)."""
+    """The extraction root of SPEC (fetching SUITE-DEBARCH[/FLAVOUR])."""
+    spec, _, flavour = spec.partition("/")
+    why = f"not in {CACHE}"
     if "@" in spec:
         base, abi = spec.split("@", 1)
         root = CACHE / "debian" / base / abi / "root"
     else:
-        suite, _, arch = spec.partition("-")
-        out = subprocess.run([REPO / "scripts/fetch-debian-kernel.sh", suite, arch], stdout=subprocess.PIPE, text=True)
+        suite, _, arch = spec.rpartition("-")
+        out = subprocess.run([REPO / "scripts/fetch-debian-kernel.sh", suite, arch], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "ZWM_FLAVOUR": flavour or ""})
+        sys.stderr.write(out.stderr)
+        why = (out.stderr.strip().splitlines() or ["fetch failed"])[-1].replace("fetch-debian-kernel: ", "")
         root = Path(out.stdout.split()[-1]) if out.returncode == 0 and arch and out.stdout.split() else None
     if root is None or not root.is_dir():
-        raise RuntimeError(f"no such tree (fetch failed, or not in {CACHE})")
+        raise RuntimeError(f"no such tree ({why})")
     return root
 
 
-def check_tree(t, tool, work, jobs, keep, failures):
-    """One tree: its row for the summary; problems go to FAILURES."""
-    t0 = time.time()
-    root = tree_root(t)
+def module_dir(root):
+    """(KVER, lib/modules/KVER, its config) of the extraction root ROOT."""
     kver = root.parent.name
     mdir = ([d for d in (root / "lib/modules" / kver, root / "usr/lib/modules" / kver) if (d / "kernel").is_dir()]
             or [None])[-1]
@@ -202,12 +182,15 @@ def check_tree(t, tool, work, jobs, keep, failures):
     cfg = next((f for f in (root / f"boot/config-{kver}", mdir / "config") if f.is_file()), None)
     if cfg is None:
         raise RuntimeError(f"no config for {kver} under {root}")
-    tdir = work / t.replace("@", "_")
-    mods = tdir / "mods"
-    shutil.rmtree(mods, ignore_errors=True)
+    return kver, mdir, cfg
+
+
+def check_tree(t, tool, work, jobs, failures):
+    """One tree: its row for the summary; problems go to FAILURES."""
+    t0 = time.time()
+    kver, mdir, cfg = module_dir(tree_root(t))
+    tdir, mods, rc = work / t.replace("@", "_").replace("/", "_"), mdir / "kernel", []
     tdir.mkdir(parents=True, exist_ok=True)
-    log(f"{t}: {prep(mdir / 'kernel', mods, jobs)} modules of {kver} copied to {mods}")
-    rc = []
     # --check exits 1 when a file would change, 2 on an error; the reports say which.
     for tag, extra in (("default", []), ("kconfig", ["--kconfig", str(cfg)])):
         with open(tdir / f"{tag}.jsonl", "w") as out, open(tdir / f"{tag}.log", "w") as err:
@@ -219,8 +202,6 @@ def check_tree(t, tool, work, jobs, keep, failures):
     except Exception as e:  # a count for the table, not a verdict
         failures.append(f"{t}: counting the $*/L0* symbols failed: {e}")
         syms = {}
-    if not keep:
-        shutil.rmtree(mods)
     for m in a["invariant1_violations"]:
         failures.append(f"{t}: invariant 1 violated in {m}: the default zeroes entries the --kconfig run keeps "
                         f"(see {tdir}/analysis.json)")
@@ -232,7 +213,7 @@ def check_tree(t, tool, work, jobs, keep, failures):
 
 def summary(rows):
     def zeroing(changed):
-        return ", ".join(f"{m.split('/')[-1][:-3]} {len(v)}" for m, v in sorted(changed.items())) or "none"
+        return ", ".join(f"{MOD_RE.sub('', m.split('/')[-1])} {len(v)}" for m, v in sorted(changed.items())) or "none"
     yield ("| tree | kernel | modules | would change (default / kconfig) | entries zeroed (default / kconfig) "
            "| kept for doubt (d / k) | errors (d / k) | default = kconfig | differ | invariant-1 violations "
            "| `$*` / `L0*` symbols | s |")
@@ -269,13 +250,14 @@ def main():
     ap = argparse.ArgumentParser(prog="tree-check", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trees", default=DEFAULT_TREES, help="comma- or space-separated trees")
+    ap.add_argument("--tool", help="the tool (default $ZWM, else this checkout's cargo build --release)")
     ap.add_argument("--work", help="the work folder (default: a new /tmp/zwm-trees.*)")
-    ap.add_argument("--keep", action="store_true", help="keep the module copies")
     ap.add_argument("-j", type=int, default=2, dest="jobs")
     args = ap.parse_args()
     os.nice(5)
-    guest.build_tools()
-    tool = guest.ZWM
+    if not args.tool:
+        guest.build_tools()
+    tool = os.path.abspath(args.tool or guest.ZWM)
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="zwm-trees."))
     work.mkdir(parents=True, exist_ok=True)
     log(f"work folder: {work}")
@@ -283,7 +265,7 @@ def main():
     for t in args.trees.replace(",", " ").split():
         log(f"=== tree {t}")
         try:
-            rows.append(check_tree(t, tool, work, args.jobs, args.keep, failures))
+            rows.append(check_tree(t, tool, work, args.jobs, failures))
         except Exception as e:  # a failing tree is reported; the others still run
             failures.append(f"{t}: {e}")
     text = "\n".join(summary(rows)) + "\n"
