@@ -5,12 +5,14 @@ Debian module trees, with and without the package's own --kconfig, and
 compare the two runs module by module (docs/trees.md).
 
 Usage: scripts/tree-check.py [--trees LIST] [--work DIR] [-j N] [--tool ZWM]
+       scripts/tree-check.py --audit docs/audit.md [--trees LIST] [--tool ZWM]
 
 A tree is SUITE-DEBARCH (the newest build scripts/fetch-debian-kernel.sh
 gets for it) or SUITE-DEBARCH@ABI (an ABI already unpacked in the cache,
 for instance trixie-ppc64el@6.12.107+deb13-powerpc64le, which the mirror no
 longer serves; it is never fetched); /FLAVOUR after either picks a flavour
 (bookworm-armel/marvell).  Default: the seven trees of DEFAULT_TREES below.
+--audit FILE writes the audit of AUDIT_TREES instead (docs/trees.md, "The audit").
 
 The tool runs twice over lib/modules/KVER/kernel as shipped (--check reads
 a compressed or signed module in memory, and "would change" means "has
@@ -26,7 +28,8 @@ Environment: ZWM (the tool, unless --tool names it; default
 target/release/zero-weak-mcount; cargo build --release runs unless --tool is
 given), ZWM_CACHE (scripts/fetch-debian-kernel.sh).
 Exit status: 0 when no run reports an error and invariant 1 holds in every
-tree, 1 otherwise (also when a tree cannot be fetched or found).
+tree (an audit: the control passes), 1 otherwise (also when a tree cannot be
+fetched or found; in an audit, unless the suite builds no such kernel).
 """
 import argparse
 import collections
@@ -34,6 +37,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +51,17 @@ guest.PROG = "tree-check"
 log = guest.log
 
 DEFAULT_TREES = "sid-amd64 sid-ppc64el trixie-amd64 trixie-ppc64el bookworm-amd64 bookworm-i386 bookworm-ppc64el"
+# Every arch of each suite's Release file (2026-12), and every flavour but the default that one of them builds.
+FLAVOURS = {"amd64": "cloud-amd64 rt-amd64", "arm64": "arm64-16k cloud-arm64 rt-arm64", "armel": "marvell",
+            "armhf": "armmp-lpae rt-armmp", "i386": "686-pae rt-686-pae", "ppc64el": "powerpc64le-64k",
+            "mips64el": "loongson-3 mips64r6el octeon", "mipsel": "loongson-3 mips32r2el octeon"}
+AUDIT_TREES = " ".join(f"{s}-{a}{f}" for s, arches in (
+    ("sid", "amd64 arm64 armhf i386 loong64 ppc64el riscv64 s390x"),
+    ("trixie", "amd64 arm64 armel armhf i386 ppc64el riscv64 s390x"),
+    ("trixie-backports", "amd64 arm64 armel armhf i386 ppc64el riscv64 s390x"),
+    ("bookworm", "amd64 arm64 armel armhf i386 mips64el mipsel ppc64el s390x"),
+    ("bookworm-backports", "amd64 arm64 armel armhf i386 mips64el mipsel ppc64el s390x"))
+    for a in arches.split() for f in ["", *(f"/{f}" for f in FLAVOURS.get(a, "").split())])
 CACHE = Path(os.environ.get("ZWM_CACHE") or Path.home() / ".cache/zero-weak-mcount")
 MOD_RE = re.compile(r"\.ko(\.(xz|gz|zst))?$")
 
@@ -211,6 +226,71 @@ def check_tree(t, tool, work, jobs, failures):
     return {"tree": t, "kver": kver, "rc": rc, "secs": int(time.time() - t0), "a": a, "syms": syms}
 
 
+def audit_run(tool, kdir, cfg, jobs, errlog):
+    """The tool's report on each module under KDIR, as shipped, by path."""
+    p = subprocess.run([tool, "--check", "--format=json", "-j", str(jobs), "--kconfig", cfg, kdir],
+                       stdout=subprocess.PIPE, stderr=open(errlog, "w"), text=True)
+    return {os.path.relpath(o["file"], kdir): o for o in map(json.loads, p.stdout.splitlines())}
+
+
+def dead(reps):
+    return {m: o for m, o in sorted(reps.items()) if o["weak"]}
+
+
+def audit_tree(t, tool, work, jobs, failures):
+    t0, root = time.time(), tree_root(t)
+    kver, mdir, cfg = module_dir(root)
+    reps = audit_run(tool, mdir / "kernel", cfg, jobs, work / f"{t.replace('/', '_')}.log")
+    failures += [f"{t}: {m}: {o['error']}" for m, o in reps.items() if o["status"] == "error"]
+    fb = root.parents[1] / "apt/state/fallback"  # what the fetch took when the mirror lacked the listed build
+    fb = fb.read_text().split() if fb.is_file() else []
+    note = f" (the suite lists {fb[0][12:]}, which the mirror lacks)" if len(fb) == 2 and kver in fb[1] else ""
+    return {"tree": t, "kver": kver + note, "reps": reps, "dead": dead(reps), "kdir": mdir / "kernel", "cfg": cfg,
+            "secs": int(time.time() - t0)}
+
+
+def control(r, tool, work, jobs):
+    """(passed, module, tree): R's first module with dead entries processed by the tool in a
+    copy of its tree (hard links, that module copied) must leave the audit, the rest unchanged."""
+    (m, _), copy = next(iter(r["dead"].items())), work / "control"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(r["kdir"], copy, copy_function=os.link)
+    os.unlink(copy / m)
+    shutil.copy2(r["kdir"] / m, copy / m)
+    subprocess.run([tool, "--compressed=recompress", "--signed=strip", copy / m], check=True, stderr=subprocess.DEVNULL)
+    every = audit_run(tool, copy, r["cfg"], jobs, work / "control.log")
+    return len(every) == len(r["reps"]) and [(k, o["findings"]) for k, o in dead(every).items()] == [
+        (k, o["findings"]) for k, o in r["dead"].items() if k != m], m, r["tree"]
+
+
+def audit_md(rows, missing, ctl, version, secs):
+    def does(mods):  # the JSON's rule: max_offset where the kernel checks each record, in_function where not
+        return "; ".join(sorted({f"disabled (past {o['max_offset']} bytes)" if o["rule"] == "max_offset" else
+                                 "enabled on dead code" for o in mods})) or "-"
+    yield (f"# Dead ftrace records in Debian's kernels\n\nWritten by `make audit` (scripts/tree-check.py) on "
+           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{version}`, in {secs} s: rerun it, do not "
+           "edit it. What each column means, and how the trees are read: docs/trees.md, \"The audit\".\n\n"
+           "| suite | arch | kernel | modules | skipped / errors | with dead entries | dead entries "
+           "| at-risk functions | the kernel | s |\n|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        d, st = r["dead"], collections.Counter(o["status"] for o in r["reps"].values())
+        yield (f"| {' | '.join(r['tree'].rsplit('-', 1))} | {r['kver']} | {len(r['reps'])} | {st['skipped']} / "
+               f"{st['error']} | {len(d)} | {sum(o['weak'] for o in d.values())} | "
+               f"{sum(len({a['function'] for a in o['at_risk']}) for o in d.values())} | {does(d.values())} | {r['secs']} |")
+    for r in rows:
+        why = collections.Counter(f"{o['status']}: {o['reason'] or o['error']}" for o in r["reps"].values()
+                                  if o["status"] in ("skipped", "error"))
+        yield from [f"\n## {r['tree']}: {r['kver']}\n", *(f"- not judged, {n} modules: {w}" for w, n in why.most_common())]
+        yield "| module | dead entries | at-risk functions | the kernel |\n|---|---|---|---|" if r["dead"] else "No module has a dead entry."
+        for m, o in r["dead"].items():
+            fs = sorted({a["function"] for a in o["at_risk"]})
+            yield f"| {m} | {o['weak']} | {len(fs)}{': ' if fs else ''}{', '.join(f'`{f}`' for f in fs)} | {does([o])} |"
+    yield "\n## Not covered\n\n" + ("\n".join(f"- {t}: {why}" for t, why in missing) or "Every tree named was read.")
+    yield ("\n## Control\n\n" + (f"{ctl[1]} processed by the tool (`--compressed=recompress --signed=strip`) in a copy "
+           f"of {ctl[2]}: the copy's audit no longer lists it, and lists every other module with dead entries with the "
+           f"same findings: {'PASS' if ctl[0] else 'FAIL'}." if ctl else "No tree has a dead entry: FAIL."))
+
+
 def summary(rows):
     def zeroing(changed):
         return ", ".join(f"{MOD_RE.sub('', m.split('/')[-1])} {len(v)}" for m, v in sorted(changed.items())) or "none"
@@ -249,7 +329,8 @@ def summary(rows):
 def main():
     ap = argparse.ArgumentParser(prog="tree-check", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trees", default=DEFAULT_TREES, help="comma- or space-separated trees")
+    ap.add_argument("--trees", help="comma- or space-separated trees (default DEFAULT_TREES, or AUDIT_TREES)")
+    ap.add_argument("--audit", metavar="FILE", type=Path, help="write the audit of the trees to FILE")
     ap.add_argument("--tool", help="the tool (default $ZWM, else this checkout's cargo build --release)")
     ap.add_argument("--work", help="the work folder (default: a new /tmp/zwm-trees.*)")
     ap.add_argument("-j", type=int, default=2, dest="jobs")
@@ -261,16 +342,24 @@ def main():
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="zwm-trees."))
     work.mkdir(parents=True, exist_ok=True)
     log(f"work folder: {work}")
-    rows, failures = [], []
-    for t in args.trees.replace(",", " ").split():
+    t0, rows, missing, failures = time.time(), [], [], []
+    for t in (args.trees or (AUDIT_TREES if args.audit else DEFAULT_TREES)).replace(",", " ").split():
         log(f"=== tree {t}")
         try:
-            rows.append(check_tree(t, tool, work, args.jobs, failures))
-        except Exception as e:  # a failing tree is reported; the others still run
-            failures.append(f"{t}: {e}")
-    text = "\n".join(summary(rows)) + "\n"
-    print(text, end="")
-    (work / "summary.md").write_text(text)
+            rows.append((audit_tree if args.audit else check_tree)(t, tool, work, args.jobs, failures))
+        except Exception as e:  # a failing tree is reported, the others still run; in an audit, a suite
+            missing.append((t, str(e)))  # that builds no kernel for an arch is a fact of the suite
+            failures += [] if args.audit and "cannot resolve" in str(e) else [f"{t}: {e}"]
+    if args.audit:
+        r = next((r for r in rows if r["dead"]), None)
+        ctl = control(r, tool, work, args.jobs) if r else None
+        failures += [] if ctl and ctl[0] else ["the control failed: the audit does not see what the tool processed"]
+        version = subprocess.run([tool, "--version"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+        args.audit.write_text("\n".join(audit_md(rows, missing, ctl, version, int(time.time() - t0))) + "\n")
+    else:
+        text = "\n".join(summary(rows)) + "\n"
+        print(text, end="")
+        (work / "summary.md").write_text(text)
     if failures:
         print("FAILED:\n" + "".join(f"  - {f}\n" for f in failures), end="", file=sys.stderr)
         log(f"FAIL ({len(failures)} problem(s)); logs in {work}")
