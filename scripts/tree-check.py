@@ -280,15 +280,16 @@ def audit_md(rows, missing, ctl, version, secs):
     for r in rows:
         why = collections.Counter(f"{o['status']}: {o['reason'] or o['error']}" for o in r["reps"].values()
                                   if o["status"] in ("skipped", "error"))
-        yield from [f"\n## {r['tree']}: {r['kver']}\n", *(f"- not judged, {n} modules: {w}" for w, n in why.most_common())]
-        yield "| module | dead entries | at-risk functions | the kernel |\n|---|---|---|---|" if r["dead"] else "No module has a dead entry."
+        yield f"\n## {r['tree']}: {r['kver']}\n"
+        yield "| module | dead entries | at-risk functions | the kernel |\n|---|---|---|---|" if r["dead"] else "No dead entry."
         for m, o in r["dead"].items():
             fs = sorted({a["function"] for a in o["at_risk"]})
             yield f"| {m} | {o['weak']} | {len(fs)}{': ' if fs else ''}{', '.join(f'`{f}`' for f in fs)} | {does([o])} |"
+        yield from ["", *(f"- not judged, {n} modules: {w}" for w, n in why.most_common())] if why else []
     yield "\n## Not covered\n\n" + ("\n".join(f"- {t}: {why}" for t, why in missing) or "Every tree named was read.")
     yield ("\n## Control\n\n" + (f"{ctl[1]} processed by the tool (`--compressed=recompress --signed=strip`) in a copy "
-           f"of {ctl[2]}: the copy's audit no longer lists it, and lists every other module with dead entries with the "
-           f"same findings: {'PASS' if ctl[0] else 'FAIL'}." if ctl else "No tree has a dead entry: FAIL."))
+           f"of {ctl[2]}, whose audit must no longer list it, and must list as many modules and every other one with "
+           f"dead entries with the same findings: {'PASS' if ctl[0] else 'FAIL'}." if ctl else "No tree has a dead entry: FAIL."))
 
 
 def summary(rows):
