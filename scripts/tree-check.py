@@ -242,9 +242,9 @@ def audit_tree(t, tool, work, jobs, failures):
     kver, mdir, cfg = module_dir(root)
     reps = audit_run(tool, mdir / "kernel", cfg, jobs, work / f"{t.replace('/', '_')}.log")
     failures += [f"{t}: {m}: {o['error']}" for m, o in reps.items() if o["status"] == "error"]
-    fb = root.parents[1] / "apt/state/fallback"  # what the fetch took when the mirror lacked the listed build
-    fb = fb.read_text().split() if fb.is_file() else []
-    note = f" (the suite lists {fb[0][12:]}, which the mirror lacks)" if len(fb) == 2 and kver in fb[1] else ""
+    fb = p.read_text().split() if (p := root.parents[1] / "apt/state/fallback").is_file() else []
+    listed = len(fb) == 2 and fb[1].removesuffix("-unsigned") == f"linux-image-{kver}"  # the fetch's note, if this flavour's
+    note = f" (the suite lists {fb[0][12:]}, which the mirror lacks)" if listed else ""
     return {"tree": t, "kver": kver + note, "reps": reps, "dead": dead(reps), "kdir": mdir / "kernel", "cfg": cfg,
             "secs": int(time.time() - t0)}
 
