@@ -273,9 +273,9 @@ def audit_md(rows, missing, ctl, version, secs):
            "| suite | arch | kernel | modules | skipped / errors | with dead entries | dead entries "
            "| at-risk functions | the kernel | s |\n|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        d, st = r["dead"], collections.Counter(o["status"] for o in r["reps"].values())
-        yield (f"| {' | '.join(r['tree'].rsplit('-', 1))} | {r['kver']} | {len(r['reps'])} | {st['skipped']} / "
-               f"{st['error']} | {len(d)} | {sum(o['weak'] for o in d.values())} | "
+        d, st, where = r["dead"], collections.Counter(o["status"] for o in r["reps"].values()), r["tree"].split("/")
+        yield (f"| {' | '.join(where[0].split('@')[0].rsplit('-', 1))}{''.join('/' + f for f in where[1:])} | {r['kver']} "
+               f"| {len(r['reps'])} | {st['skipped']} / {st['error']} | {len(d)} | {sum(o['weak'] for o in d.values())} | "
                f"{sum(len({a['function'] for a in o['at_risk']}) for o in d.values())} | {does(d.values())} | {r['secs']} |")
     for r in rows:
         why = collections.Counter(f"{o['status']}: {o['reason'] or o['error']}" for o in r["reps"].values()
