@@ -221,9 +221,10 @@ tree-check: build
 	scripts/tree-check.py
 
 # Not part of check: docs/audit.md, the dead entries and at-risk functions of
-# Debian's current kernels on every arch (docs/trees.md); a cold cache
-# downloads about 5 GB. ZWM=PATH audits with that build of the tool instead
-# of this checkout's.
+# Debian's current kernels on every arch and flavour (docs/trees.md); a cold
+# cache downloads about 6 GB (165 packages) and unpacks them into about
+# 13 GB. ZWM=PATH audits with that build of the tool instead of this
+# checkout's.
 audit:
 	scripts/tree-check.py --audit docs/audit.md $(if $(ZWM),--tool $(ZWM))
 

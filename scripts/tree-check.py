@@ -281,7 +281,7 @@ def audit_md(rows, missing, ctl, version, secs):
         why = collections.Counter(f"{o['status']}: {o['reason'] or o['error']}" for o in r["reps"].values()
                                   if o["status"] in ("skipped", "error"))
         yield f"\n## {r['tree']}: {r['kver']}\n"
-        yield "| module | dead entries | at-risk functions | the kernel |\n|---|---|---|---|" if r["dead"] else "No dead entry."
+        yield "| module | dead entries | at-risk functions | the kernel |\n|---|---|---|---|" if r["dead"] else "No module judged has a dead entry."
         for m, o in r["dead"].items():
             fs = sorted({a["function"] for a in o["at_risk"]})
             yield f"| {m} | {o['weak']} | {len(fs)}{': ' if fs else ''}{', '.join(f'`{f}`' for f in fs)} | {does([o])} |"
