@@ -2,7 +2,7 @@
 # The commands a developer and CI need (`make check` is what .ci/run runs),
 # and `make install` for packagers.
 .PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e kernel-e2e-7.3 \
-	kernel-bench kernel-bench-amdgpu tree-check adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
+	kernel-bench kernel-bench-amdgpu tree-check audit adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
 	kernel-selftests kernel-build-matrix kernel-debug probe-e2e dkms-abi check bench bench-quick fuzz lint
 
 # Install locations. DESTDIR is prepended to every one of them.
@@ -219,6 +219,14 @@ dkms-abi:
 # without their config (docs/trees.md); a cold cache downloads about 1 GB.
 tree-check: build
 	scripts/tree-check.py
+
+# Not part of check: docs/audit.md, the dead entries and at-risk functions of
+# Debian's current kernels on every arch and flavour (docs/trees.md); a cold
+# cache downloads about 6 GB (165 packages) and unpacks them into about
+# 13 GB. ZWM=PATH audits with that build of the tool instead of this
+# checkout's.
+audit:
+	scripts/tree-check.py --audit docs/audit.md $(if $(ZWM),--tool $(ZWM))
 
 # Not part of check: fprobe, BPF fentry and livepatch on the functions that
 # precede dead weak bodies, stock module vs processed, on stock Debian

@@ -13,7 +13,8 @@
 #            bookworm-backports or trixie-backports (with bookworm or trixie
 #            for what backports lacks, pinned so that its kernel is the
 #            candidate)
-#   DEBARCH  amd64 | ppc64el | i386 | arm64 | armhf | riscv64 | s390x | loong64
+#   DEBARCH  amd64 | ppc64el | i386 | arm64 | armhf | armel | riscv64 | s390x |
+#            loong64 | mips64el | mipsel
 #   PKG...   extra packages to unpack into the same root (e.g. busybox-static)
 #
 # stdout:  the extraction root (holds boot/, lib/modules/KVER/ or
@@ -30,7 +31,7 @@
 #                        leaves the -security suite out (its index can name a
 #                        build that is not on the mirror yet for one arch)
 #   ZWM_KEYRING          default /usr/share/keyrings/debian-archive-keyring.gpg
-#   ZWM_FLAVOUR          kernel flavour (default from DEBARCH: amd64, powerpc64le)
+#   ZWM_FLAVOUR          kernel flavour (default from DEBARCH: amd64, powerpc64le, ...)
 #   ZWM_KERNEL_IMAGE     a linux-image-* package to take instead of the newest
 #                        (an older build the suite still carries)
 #
@@ -65,10 +66,13 @@ case "$DEBARCH" in
     arm64)   FLAVOUR=arm64;;
     i386)    FLAVOUR=686;;
     armhf)   FLAVOUR=armmp;;
+    armel)   FLAVOUR=rpi;;
+    mips64el) FLAVOUR=mips64r2el;;
+    mipsel)  FLAVOUR=4kc-malta;;
     riscv64) FLAVOUR=riscv64;;
     s390x)   FLAVOUR=s390x;;
     loong64) FLAVOUR=loong64;;
-    *) die "unsupported architecture '$DEBARCH' (amd64|ppc64el|i386|arm64|armhf|riscv64|s390x|loong64)";;
+    *) die "unsupported architecture '$DEBARCH' (amd64|ppc64el|i386|arm64|armhf|armel|riscv64|s390x|loong64|mips64el|mipsel)";;
 esac
 FLAVOUR=${ZWM_FLAVOUR:-$FLAVOUR}
 [ -r "$KEYRING" ] || die "keyring $KEYRING not readable (apt-get install debian-archive-keyring)"
@@ -192,6 +196,10 @@ deps_of() {  # direct Depends (first alternative only) of the candidate of $1
 }
 IMAGE=${ZWM_KERNEL_IMAGE:-$(deps_of "$META" | grep -E '^linux-image-' | head -n1 || true)}
 [ -n "$IMAGE" ] || die "cannot resolve $META in $SUITE/$DEBARCH (no candidate or no linux-image-* dependency)"
+# Without its own build, backports would hand over the release's kernel.
+[ -n "${ZWM_KERNEL_IMAGE:-}" ] || [ "$SUITE" = "${SUITE%-backports}" ] ||
+    apt-cache "${APT_OPTS[@]}" show --no-all-versions "$META" 2>/dev/null | grep '^Version: .*~bpo' >/dev/null ||
+    die "cannot resolve $META in $SUITE/$DEBARCH: only ${SUITE%-backports} has one"
 # An index can name a build that the mirror does not carry (yet) for this
 # arch: then fall back to the newest older build of the flavour that it has.
 fetchable() {

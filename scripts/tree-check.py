@@ -4,18 +4,19 @@
 Debian module trees, with and without the package's own --kconfig, and
 compare the two runs module by module (docs/trees.md).
 
-Usage: scripts/tree-check.py [--trees LIST] [--work DIR] [--keep] [-j N]
+Usage: scripts/tree-check.py [--trees LIST] [--work DIR] [-j N] [--tool ZWM]
+       scripts/tree-check.py --audit docs/audit.md [--trees LIST] [--tool ZWM]
 
 A tree is SUITE-DEBARCH (the newest build scripts/fetch-debian-kernel.sh
 gets for it) or SUITE-DEBARCH@ABI (an ABI already unpacked in the cache,
 for instance trixie-ppc64el@6.12.107+deb13-powerpc64le, which the mirror no
-longer serves; it is never fetched).  Default: the seven trees of
-DEFAULT_TREES below, each fetched.
+longer serves; it is never fetched); /FLAVOUR after either picks a flavour
+(bookworm-armel/marvell).  Default: the seven trees of DEFAULT_TREES below.
+--audit FILE writes the audit of AUDIT_TREES instead (docs/trees.md, "The audit").
 
-For each tree every module under lib/modules/KVER/kernel is copied as a
-plain ELF (decompressed, signature stripped: guest.py's helpers), so that
-"would change" means "has entries to zero" and nothing else; then the tool
-runs over the copy twice, without and with --kconfig (boot/config-KVER or
+The tool runs twice over lib/modules/KVER/kernel as shipped (--check reads
+a compressed or signed module in memory, and "would change" means "has
+entries to zero"), without and with --kconfig (boot/config-KVER or
 lib/modules/KVER/config).  Reported per tree: modules, modules that would
 change, entries zeroed, entries kept for doubt, errors, modules where both
 runs zero exactly the same entries (section+offset), the kinds of
@@ -23,10 +24,12 @@ difference, and the invariant-1 violations: entries the run without
 --kconfig zeroes but the --kconfig run keeps.  Also the count of symbols
 named '$*' or 'L0*' (kallsyms rules of 6.1-6.5 and 7.2 differ on them).
 
-Environment: ZWM (the tool; default target/release/zero-weak-mcount; cargo
-build --release runs either way), ZWM_CACHE (scripts/fetch-debian-kernel.sh).
+Environment: ZWM (the tool, unless --tool names it; default
+target/release/zero-weak-mcount; cargo build --release runs unless --tool is
+given), ZWM_CACHE (scripts/fetch-debian-kernel.sh).
 Exit status: 0 when no run reports an error and invariant 1 holds in every
-tree, 1 otherwise (also when a tree cannot be fetched or found).
+tree (an audit: the control passes), 1 otherwise (also when a tree cannot be
+fetched or found; in an audit, unless the suite builds no such kernel).
 """
 import argparse
 import collections
@@ -48,6 +51,17 @@ guest.PROG = "tree-check"
 log = guest.log
 
 DEFAULT_TREES = "sid-amd64 sid-ppc64el trixie-amd64 trixie-ppc64el bookworm-amd64 bookworm-i386 bookworm-ppc64el"
+# Every arch of each suite's Release file (2026-12), and every flavour but the default that one of them builds.
+FLAVOURS = {"amd64": "cloud-amd64 rt-amd64", "arm64": "arm64-16k cloud-arm64 rt-arm64", "armel": "marvell",
+            "armhf": "armmp-lpae rt-armmp", "i386": "686-pae rt-686-pae", "ppc64el": "powerpc64le-64k",
+            "mips64el": "loongson-3 mips64r6el octeon", "mipsel": "loongson-3 mips32r2el octeon"}
+AUDIT_TREES = " ".join(f"{s}-{a}{f}" for s, arches in (
+    ("sid", "amd64 arm64 armhf i386 loong64 ppc64el riscv64 s390x"),
+    ("trixie", "amd64 arm64 armel armhf i386 ppc64el riscv64 s390x"),
+    ("trixie-backports", "amd64 arm64 armel armhf i386 ppc64el riscv64 s390x"),
+    ("bookworm", "amd64 arm64 armel armhf i386 mips64el mipsel ppc64el s390x"),
+    ("bookworm-backports", "amd64 arm64 armel armhf i386 mips64el mipsel ppc64el s390x"))
+    for a in arches.split() for f in ["", *(f"/{f}" for f in FLAVOURS.get(a, "").split())])
 CACHE = Path(os.environ.get("ZWM_CACHE") or Path.home() / ".cache/zero-weak-mcount")
 MOD_RE = re.compile(r"\.ko(\.(xz|gz|zst))?$")
 
@@ -57,28 +71,6 @@ def modules_under(root):
         for f in files:
             if MOD_RE.search(f):
                 yield os.path.join(d, f)
-
-
-def _prep_one(job):
-    src, dst = job
-    elf, _signed = guest.strip_signature(guest.read_module(src))
-    if elf[:4] != b"\x7fELF":
-        return f"{src}: not an ELF module after decompression"
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    with open(dst, "wb") as f:
-        f.write(elf)
-    return None
-
-
-def prep(src, dst, jobs):
-    """Every module under SRC as a plain ELF at the same relative path
-    (.ko) under DST; the count, or an exception naming the bad ones."""
-    work = [(p, os.path.join(dst, MOD_RE.sub(".ko", os.path.relpath(p, src)))) for p in modules_under(src)]
-    with multiprocessing.Pool(jobs) as pool:
-        bad = [r for r in pool.map(_prep_one, work, chunksize=32) if r]
-    if bad:
-        raise RuntimeError("preparing the module copies failed: " + "; ".join(bad[:3]))
-    return len(work)
 
 
 def parse_log(path, root):
@@ -177,23 +169,26 @@ def symbols(root):
 
 
 def tree_root(spec):
-    """The extraction root of SPEC (fetching SUITE-DEBARCH)."""
+    """The extraction root of SPEC (fetching SUITE-DEBARCH[/FLAVOUR])."""
+    spec, _, flavour = spec.partition("/")
+    why = f"not in {CACHE}"
     if "@" in spec:
         base, abi = spec.split("@", 1)
         root = CACHE / "debian" / base / abi / "root"
     else:
-        suite, _, arch = spec.partition("-")
-        out = subprocess.run([REPO / "scripts/fetch-debian-kernel.sh", suite, arch], stdout=subprocess.PIPE, text=True)
+        suite, _, arch = spec.rpartition("-")
+        out = subprocess.run([REPO / "scripts/fetch-debian-kernel.sh", suite, arch], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "ZWM_FLAVOUR": flavour or ""})
+        sys.stderr.write(out.stderr)
+        why = (out.stderr.strip().splitlines() or ["fetch failed"])[-1].replace("fetch-debian-kernel: ", "")
         root = Path(out.stdout.split()[-1]) if out.returncode == 0 and arch and out.stdout.split() else None
     if root is None or not root.is_dir():
-        raise RuntimeError(f"no such tree (fetch failed, or not in {CACHE})")
+        raise RuntimeError(f"no such tree ({why})")
     return root
 
 
-def check_tree(t, tool, work, jobs, keep, failures):
-    """One tree: its row for the summary; problems go to FAILURES."""
-    t0 = time.time()
-    root = tree_root(t)
+def module_dir(root):
+    """(KVER, lib/modules/KVER, its config) of the extraction root ROOT."""
     kver = root.parent.name
     mdir = ([d for d in (root / "lib/modules" / kver, root / "usr/lib/modules" / kver) if (d / "kernel").is_dir()]
             or [None])[-1]
@@ -202,12 +197,15 @@ def check_tree(t, tool, work, jobs, keep, failures):
     cfg = next((f for f in (root / f"boot/config-{kver}", mdir / "config") if f.is_file()), None)
     if cfg is None:
         raise RuntimeError(f"no config for {kver} under {root}")
-    tdir = work / t.replace("@", "_")
-    mods = tdir / "mods"
-    shutil.rmtree(mods, ignore_errors=True)
+    return kver, mdir, cfg
+
+
+def check_tree(t, tool, work, jobs, failures):
+    """One tree: its row for the summary; problems go to FAILURES."""
+    t0 = time.time()
+    kver, mdir, cfg = module_dir(tree_root(t))
+    tdir, mods, rc = work / t.replace("@", "_").replace("/", "_"), mdir / "kernel", []
     tdir.mkdir(parents=True, exist_ok=True)
-    log(f"{t}: {prep(mdir / 'kernel', mods, jobs)} modules of {kver} copied to {mods}")
-    rc = []
     # --check exits 1 when a file would change, 2 on an error; the reports say which.
     for tag, extra in (("default", []), ("kconfig", ["--kconfig", str(cfg)])):
         with open(tdir / f"{tag}.jsonl", "w") as out, open(tdir / f"{tag}.log", "w") as err:
@@ -219,8 +217,6 @@ def check_tree(t, tool, work, jobs, keep, failures):
     except Exception as e:  # a count for the table, not a verdict
         failures.append(f"{t}: counting the $*/L0* symbols failed: {e}")
         syms = {}
-    if not keep:
-        shutil.rmtree(mods)
     for m in a["invariant1_violations"]:
         failures.append(f"{t}: invariant 1 violated in {m}: the default zeroes entries the --kconfig run keeps "
                         f"(see {tdir}/analysis.json)")
@@ -230,9 +226,75 @@ def check_tree(t, tool, work, jobs, keep, failures):
     return {"tree": t, "kver": kver, "rc": rc, "secs": int(time.time() - t0), "a": a, "syms": syms}
 
 
+def audit_run(tool, kdir, cfg, jobs, errlog):
+    """The tool's report on each module under KDIR, as shipped, by path."""
+    p = subprocess.run([tool, "--check", "--format=json", "-j", str(jobs), "--kconfig", cfg, kdir],
+                       stdout=subprocess.PIPE, stderr=open(errlog, "w"), text=True)
+    return {os.path.relpath(o["file"], kdir): o for o in map(json.loads, p.stdout.splitlines())}
+
+
+def dead(reps):
+    return {m: o for m, o in sorted(reps.items()) if o["weak"]}
+
+
+def audit_tree(t, tool, work, jobs, failures):
+    t0, root = time.time(), tree_root(t)
+    kver, mdir, cfg = module_dir(root)
+    reps = audit_run(tool, mdir / "kernel", cfg, jobs, work / f"{t.replace('/', '_')}.log")
+    failures += [f"{t}: {m}: {o['error']}" for m, o in reps.items() if o["status"] == "error"]
+    fb = p.read_text().split() if (p := root.parents[1] / "apt/state/fallback").is_file() else []
+    listed = len(fb) == 2 and fb[1].removesuffix("-unsigned") == f"linux-image-{kver}"  # the fetch's note, if this flavour's
+    note = f" (the suite lists {fb[0][12:]}, which the mirror lacks)" if listed else ""
+    return {"tree": t, "kver": kver + note, "reps": reps, "dead": dead(reps), "kdir": mdir / "kernel", "cfg": cfg,
+            "secs": int(time.time() - t0)}
+
+
+def control(r, tool, work, jobs):
+    """(passed, module, tree): R's first module with dead entries processed by the tool in a
+    copy of its tree (hard links, that module copied) must leave the audit, the rest unchanged."""
+    (m, _), copy = next(iter(r["dead"].items())), work / "control"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(r["kdir"], copy, copy_function=os.link)
+    os.unlink(copy / m)
+    shutil.copy2(r["kdir"] / m, copy / m)
+    subprocess.run([tool, "--compressed=recompress", "--signed=strip", copy / m], check=True, stderr=subprocess.DEVNULL)
+    every = audit_run(tool, copy, r["cfg"], jobs, work / "control.log")
+    return len(every) == len(r["reps"]) and [(k, o["findings"]) for k, o in dead(every).items()] == [
+        (k, o["findings"]) for k, o in r["dead"].items() if k != m], m, r["tree"]
+
+
+def audit_md(rows, missing, ctl, version, secs):
+    def does(mods):  # the JSON's rule: max_offset where the kernel checks each record, in_function where not
+        return "; ".join(sorted({f"disabled (past {o['max_offset']} bytes)" if o["rule"] == "max_offset" else
+                                 "enabled on dead code" for o in mods})) or "-"
+    yield (f"# Dead ftrace records in Debian's kernels\n\nWritten by `make audit` (scripts/tree-check.py) on "
+           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{version}`, in {secs} s: rerun it, do not "
+           "edit it. What each column means, and how the trees are read: docs/trees.md, \"The audit\".\n\n"
+           "| suite | arch | kernel | modules | skipped / errors | with dead entries | dead entries "
+           "| at-risk functions | the kernel | s |\n|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        d, st, where = r["dead"], collections.Counter(o["status"] for o in r["reps"].values()), r["tree"].split("/")
+        yield (f"| {' | '.join(where[0].split('@')[0].rsplit('-', 1))}{''.join('/' + f for f in where[1:])} | {r['kver']} "
+               f"| {len(r['reps'])} | {st['skipped']} / {st['error']} | {len(d)} | {sum(o['weak'] for o in d.values())} | "
+               f"{sum(len({a['function'] for a in o['at_risk']}) for o in d.values())} | {does(d.values())} | {r['secs']} |")
+    for r in rows:
+        why = collections.Counter(f"{o['status']}: {o['reason'] or o['error']}" for o in r["reps"].values()
+                                  if o["status"] in ("skipped", "error"))
+        yield f"\n## {r['tree']}: {r['kver']}\n"
+        yield "| module | dead entries | at-risk functions | the kernel |\n|---|---|---|---|" if r["dead"] else "No module judged has a dead entry."
+        for m, o in r["dead"].items():
+            fs = sorted({a["function"] for a in o["at_risk"]})
+            yield f"| {m} | {o['weak']} | {len(fs)}{': ' if fs else ''}{', '.join(f'`{f}`' for f in fs)} | {does([o])} |"
+        yield from ["", *(f"- not judged, {n} modules: {w}" for w, n in why.most_common())] if why else []
+    yield "\n## Not covered\n\n" + ("\n".join(f"- {t}: {why}" for t, why in missing) or "Every tree named was read.")
+    yield ("\n## Control\n\n" + (f"{ctl[1]} processed by the tool (`--compressed=recompress --signed=strip`) in a copy "
+           f"of {ctl[2]}, whose audit must no longer list it, and must list as many modules and every other one with "
+           f"dead entries with the same findings: {'PASS' if ctl[0] else 'FAIL'}." if ctl else "No tree has a dead entry: FAIL."))
+
+
 def summary(rows):
     def zeroing(changed):
-        return ", ".join(f"{m.split('/')[-1][:-3]} {len(v)}" for m, v in sorted(changed.items())) or "none"
+        return ", ".join(f"{MOD_RE.sub('', m.split('/')[-1])} {len(v)}" for m, v in sorted(changed.items())) or "none"
     yield ("| tree | kernel | modules | would change (default / kconfig) | entries zeroed (default / kconfig) "
            "| kept for doubt (d / k) | errors (d / k) | default = kconfig | differ | invariant-1 violations "
            "| `$*` / `L0*` symbols | s |")
@@ -268,27 +330,37 @@ def summary(rows):
 def main():
     ap = argparse.ArgumentParser(prog="tree-check", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trees", default=DEFAULT_TREES, help="comma- or space-separated trees")
+    ap.add_argument("--trees", help="comma- or space-separated trees (default DEFAULT_TREES, or AUDIT_TREES)")
+    ap.add_argument("--audit", metavar="FILE", type=Path, help="write the audit of the trees to FILE")
+    ap.add_argument("--tool", help="the tool (default $ZWM, else this checkout's cargo build --release)")
     ap.add_argument("--work", help="the work folder (default: a new /tmp/zwm-trees.*)")
-    ap.add_argument("--keep", action="store_true", help="keep the module copies")
     ap.add_argument("-j", type=int, default=2, dest="jobs")
     args = ap.parse_args()
     os.nice(5)
-    guest.build_tools()
-    tool = guest.ZWM
+    if not args.tool:
+        guest.build_tools()
+    tool = os.path.abspath(args.tool or guest.ZWM)
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="zwm-trees."))
     work.mkdir(parents=True, exist_ok=True)
     log(f"work folder: {work}")
-    rows, failures = [], []
-    for t in args.trees.replace(",", " ").split():
+    t0, rows, missing, failures = time.time(), [], [], []
+    for t in (args.trees or (AUDIT_TREES if args.audit else DEFAULT_TREES)).replace(",", " ").split():
         log(f"=== tree {t}")
         try:
-            rows.append(check_tree(t, tool, work, args.jobs, args.keep, failures))
-        except Exception as e:  # a failing tree is reported; the others still run
-            failures.append(f"{t}: {e}")
-    text = "\n".join(summary(rows)) + "\n"
-    print(text, end="")
-    (work / "summary.md").write_text(text)
+            rows.append((audit_tree if args.audit else check_tree)(t, tool, work, args.jobs, failures))
+        except Exception as e:  # a failing tree is reported, the others still run; in an audit, a suite
+            missing.append((t, str(e)))  # that builds no kernel for an arch is a fact of the suite
+            failures += [] if args.audit and "cannot resolve" in str(e) else [f"{t}: {e}"]
+    if args.audit:
+        r = next((r for r in rows if r["dead"]), None)
+        ctl = control(r, tool, work, args.jobs) if r else None
+        failures += [] if ctl and ctl[0] else ["the control failed: the audit does not see what the tool processed"]
+        version = subprocess.run([tool, "--version"], stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
+        args.audit.write_text("\n".join(audit_md(rows, missing, ctl, version, int(time.time() - t0))) + "\n")
+    else:
+        text = "\n".join(summary(rows)) + "\n"
+        print(text, end="")
+        (work / "summary.md").write_text(text)
     if failures:
         print("FAILED:\n" + "".join(f"  - {f}\n" for f in failures), end="", file=sys.stderr)
         log(f"FAIL ({len(failures)} problem(s)); logs in {work}")
