@@ -13,8 +13,6 @@
 # and a patch applied to its ftrace.c):
 #   stock  7.2's own: test_for_valid_rec() on every record, a scan of the
 #          module's whole symbol table per record;
-#   v1     stock, but that check answered by a binary search over the
-#          module's symbol addresses, sorted once per load (v1.patch);
 #   v2     with --v2 DIR: 7.2's files with the posted "ftrace: Drop weak
 #          function locations of modules when loading them" v2 applied, its
 #          NNNN-*.patch files in DIR as saved from the list (they are not in
@@ -92,7 +90,6 @@ mkdir -p "$work"/{kernels,modules,boots}
 # The kernels: name | the files it starts from | the patch applied to its ftrace.c
 KERNELS="
 stock  stock   -
-v1     stock   v1.patch
 v2     v2      -
 floor  series  floor.patch
 ours   series  -

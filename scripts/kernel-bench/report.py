@@ -6,8 +6,8 @@
 
 Each BOOT_DIR holds console.log from one boot of scripts/guest/run.sh
 with payload loads.sh
-and a file `kernel` naming the kernel (stock, v1, v2, ours, floor; v1 and
-v2 may be absent).  For
+and a file `kernel` naming the kernel (stock, v2, ours, floor; v2 may be
+absent).  For
 every kernel and case it reports the load time (median and interquartile
 range over every load of every boot, from printk timestamps), what ftrace
 itself cost each load (the "ftrace-bench:" lines of time.patch:
@@ -19,11 +19,10 @@ Writes WORK/report.md and WORK/curve.svg (load time against functions, one
 line per kernel, for the unchecked and the processed generated modules).
 
 Expected, and checked (exit 1 otherwise): every insmod and rmmod succeeded;
-stock lists invalid lines for kvm-unchecked (else nothing is measured); v1,
-which only answers stock's check faster, lists exactly stock's lines; ours
+stock lists invalid lines for kvm-unchecked (else nothing is measured); ours
 and v2 (the posted v2, which drops the weak locations too) list 0 invalid
-lines for every case, with valid lines equal to stock's; none of v1, v2
-and ours WARNs; floor, which skips all weak handling,
+lines for every case, with valid lines equal to stock's; neither v2 nor
+ours WARNs; floor, which skips all weak handling,
 lists the weak records (an invalid line or a WARN) for kvm-unchecked: the
 negative control that the cases really contain weak locations.
 """
@@ -35,9 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "guest"))
 import guest  # noqa: E402
 
-KERNELS = ["stock", "v1", "v2", "ours", "floor"]
+KERNELS = ["stock", "v2", "ours", "floor"]
 REQUIRED = ["stock", "ours", "floor"]
-COLORS = {"stock": "#d62728", "v1": "#ff7f0e", "v2": "#2ca02c", "ours": "#1f77b4", "floor": "#7f7f7f"}
+COLORS = {"stock": "#d62728", "v2": "#2ca02c", "ours": "#1f77b4", "floor": "#7f7f7f"}
 
 
 BENCH = re.compile(r"ftrace-bench: \S+ init_ns=(\d+) enable_ns=(\d+)")
@@ -154,13 +153,11 @@ def main():
             if a is None:
                 fails.append(f"{k}/{case}: no listing")
                 continue
-            if k == "v1" and base and a != base:
-                fails.append(f"v1/{case}: {a[0]} lines, {a[1]} invalid, not stock's {base[0]} and {base[1]}")
             if k in ("ours", "v2") and base:
                 if a[1] or a[2] != base[2]:
                     fails.append(f"{k}/{case}: {a[1]} invalid lines, valid lines "
                                  f"{'equal to' if a[2] == base[2] else 'differ from'} stock's")
-    for k in ("v1", "v2", "ours"):
+    for k in ("v2", "ours"):
         if warns[k]:
             fails.append(f"{k}: {warns[k][0]}")
     if not aff.get(("stock", "kvm-unchecked"), (0, 0))[1]:
