@@ -56,9 +56,10 @@ docs: build
 version = $(shell $(BIN) --version 2>/dev/null | cut -d' ' -f2)
 
 # What `make` built, installed without running cargo (root may have none:
-# rustup installs per user), and what ships beside it from dist/ (the
-# Kbuild hook, the rpm and debhelper steps, the /etc/kernel hook; scripts/
-# is the test harness and installs nothing). The rpm macros name the tool
+# rustup installs per user), the Kbuild step (Makefile.snippet, at the top
+# level: it is what a kernel developer includes), and what ships beside it
+# from dist/ (its installer, the rpm and debhelper steps, the /etc/kernel
+# hook; scripts/ is the test harness and installs nothing). The rpm macros name the tool
 # and the brp script where this installs them.
 BUILT := $(BIN) $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DOCS)/install-kbuild-hook.8 \
 	$(DOCS)/completions/zero-weak-mcount.bash $(DOCS)/completions/_zero-weak-mcount \
@@ -73,7 +74,7 @@ install:
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 dist/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
-	$(INSTALL) -m 0644 dist/Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
+	$(INSTALL) -m 0644 Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
 	$(INSTALL) -m 0755 dist/brp-zero-weak-mcount $(DESTDIR)$(RPMCONFIGDIR)/
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@RPMCONFIGDIR@|$(RPMCONFIGDIR)|g' dist/macros.zero-weak-mcount \
 		>$(DESTDIR)$(RPMMACRODIR)/macros.zero-weak-mcount

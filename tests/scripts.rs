@@ -212,6 +212,9 @@ fn install_kbuild_hook_dry_run_says_would_and_changes_nothing() {
     let (code, text) = run(std::process::Command::new(script("install-kbuild-hook")).arg("--dry-run").arg(tree));
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("would copy") && text.contains("would hook"), "{text}");
+    // In a checkout the installer (dist/) finds the snippet at the top level.
+    let top = Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().unwrap().join("Makefile.snippet");
+    assert!(text.contains(&format!("would copy {} to ", top.display())), "{text}");
     assert!(!text.contains("copied") && !text.contains(": hooked"), "a dry run claims to have acted: {text}");
     assert_eq!(t.files(), before);
 }
@@ -227,10 +230,17 @@ fn install_kbuild_hook_works_on_a_root_by_kver_from_an_installed_layout() {
     fs::create_dir_all(prefix.join("share/zero-weak-mcount")).unwrap();
     let installed = prefix.join("sbin/install-kbuild-hook");
     fs::copy(script("install-kbuild-hook"), &installed).unwrap();
-    fs::copy(script("Makefile.snippet"), prefix.join("share/zero-weak-mcount/Makefile.snippet")).unwrap();
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile.snippet"),
+        prefix.join("share/zero-weak-mcount/Makefile.snippet"),
+    )
+    .unwrap();
     let hook = |args: &[&str]| run(std::process::Command::new(&installed).arg("--root").arg(&t.root).args(args));
     let (code, text) = hook(&["--kver", "9.9.9-zwm-test"]);
     assert_eq!(code, Some(0), "{text}");
+    // The snippet's path as the installed layout has it, no "sbin/..".
+    let share = prefix.canonicalize().unwrap().join("share/zero-weak-mcount/Makefile.snippet");
+    assert!(text.contains(&format!("copied {} to ", share.display())) && !text.contains("/../"), "{text}");
     let hooked = fs::read_to_string(&t.modfinal).unwrap();
     assert!(hooked.contains("include $(srctree)/scripts/Makefile.zero-weak-mcount\n"), "{text}\n{hooked}");
     assert!(hooked.contains("\n\t+$(zero-weak-mcount-ko)\n"), "{hooked}");
