@@ -396,8 +396,9 @@ fn install_kbuild_hook_sweep_removes_what_a_removed_package_left() {
 }
 
 /// The /etc/kernel hook as `make install` writes it: it hooks the headers
-/// of its KVER, and is silent for a KVER without headers and once the
-/// installer is gone (its conffile outlives the package until purge).
+/// of its KVER (and says so once), and is silent for a KVER without
+/// headers, for headers hooked already, and once the installer is gone (its
+/// conffile outlives the package until purge).
 #[test]
 fn kernel_hook_hooks_its_kver_and_is_silent_otherwise() {
     let t = AbiRoot::new("kernel-hook", &["9.8.1+t1"]);
@@ -418,6 +419,8 @@ fn kernel_hook_hooks_its_kver_and_is_silent_otherwise() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("hooked the Kbuild of 9.8.1+t1-amd64"), "{out}");
     assert!(fs::read_to_string(&modfinal).unwrap().contains("zero-weak-mcount-ko"));
+    // The image's postinst runs it again: hooked already, nothing to say.
+    assert_eq!(hook("9.8.1+t1-amd64"), (Some(0), String::new()));
 }
 
 /// The README's map of src/ names every file there: a new module is not
