@@ -331,6 +331,10 @@ impl Analysis {
     }
 }
 
+/// The `format_version` of every JSON object: raised when a key is removed
+/// or its meaning changes, not when a key is added (docs/report-format.md).
+pub const JSON_FORMAT_VERSION: u32 = 1;
+
 /// The module's `--format=json` object, on one line (docs/report-format.md).
 #[must_use]
 pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> String {
@@ -359,6 +363,7 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
             for key in ["findings", "at_risk", "at_risk_after", "warnings", "notes"] {
                 o.field(key, "[]");
             }
+            o.field("format_version", &JSON_FORMAT_VERSION.to_string());
             return o.close();
         }
     };
@@ -400,6 +405,7 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     o.field("at_risk_after", &json_at_risk(&r.at_risk_after));
     o.field("warnings", &Json::array(&a.warnings.iter().map(|w| Json::str(w)).collect::<Vec<_>>()));
     o.field("notes", &Json::array(&a.notes.iter().map(|n| Json::str(n)).collect::<Vec<_>>()));
+    o.field("format_version", &JSON_FORMAT_VERSION.to_string());
     o.close()
 }
 
