@@ -119,12 +119,16 @@ pub enum Walked<'a> {
     Failed(&'a std::io::Error),
 }
 
+/// The warning of a directory argument without a module file; an error
+/// under `--fatal-warnings`, as every warning is.
+pub const NO_MODULES: &str = "no modules in this tree (*.ko, *.ko.xz, *.ko.zst, *.ko.gz)";
+
 /// The line for a path met while walking a tree.
 #[must_use]
 pub fn walked(path: &Path, what: Walked<'_>) -> String {
     let path = path.display();
     match what {
-        Walked::Empty => format!("{NAME}: {path}: warning: no modules in this tree (*.ko, *.ko.xz, *.ko.zst, *.ko.gz)"),
+        Walked::Empty => format!("{NAME}: {path}: warning: {NO_MODULES}"),
         Walked::Symlink => format!("{NAME}: {path}: skipped symlink"),
         Walked::Failed(e) => format!("{NAME}: {path}: error: cannot walk: {}", crate::error::plain(e)),
     }
