@@ -45,7 +45,10 @@ fn main() -> std::io::Result<()> {
 ///
 /// Only if `clap_mangen` fails to write to memory.
 pub fn page(cmd: &clap::Command) -> std::io::Result<Vec<u8>> {
-    let man = clap_mangen::Man::new(cmd.clone());
+    // The release alone in the footer and VERSION: the build identity of
+    // --version (git:ID-dirty sources:HASH) overflowed the footer's line, and
+    // would make the page differ between a git build and a source package's.
+    let man = clap_mangen::Man::new(cmd.clone().version(env!("CARGO_PKG_VERSION")));
     let mut page = Vec::new();
     man.render_title(&mut page)?;
     man.render_name_section(&mut page)?;

@@ -82,6 +82,16 @@ fn exit_status_and_examples_say_what_the_tool_does() {
     assert!(section(&page, "SEE ALSO").contains("install\\-kbuild\\-hook (8)"));
 }
 
+/// The footer holds the release, not the build identity (`git:ID-dirty
+/// sources:HASH` overflowed an 80-column footer), and neither does VERSION.
+#[test]
+fn the_footer_and_version_name_the_release_only() {
+    let page = page();
+    let title = format!(".TH zero-weak-mcount 1  \"zero-weak-mcount {}\"", env!("CARGO_PKG_VERSION"));
+    assert!(page.lines().any(|l| l.trim_end() == title), "no {title} in\n{page}");
+    assert!(!page.contains("git:") && !page.contains("sources:"), "{page}");
+}
+
 #[test]
 #[ignore = "needs groff (groff-base), which the README's minimal setup does not install; make check runs it"]
 fn groff_renders_it_without_a_warning() {
