@@ -45,9 +45,14 @@ build:
 	$(CARGO) build --release $(CARGO_FLAGS)
 
 # zero-weak-mcount(1) and the completions come from the clap definition
-# (examples/gen-docs.rs); the other two pages from their POD.
+# (examples/gen-docs.rs); the other two pages from their POD. The example
+# builds the crate with its dev-dependencies' features (object's "write"),
+# so a --release run compiles the crate once more; in the dev profile it is
+# what the README's `cargo test` built already. debian/rules, whose tests
+# run with --release, sets GEN_DOCS_FLAGS=--release.
+GEN_DOCS_FLAGS ?=
 docs: build
-	$(CARGO) run --release $(CARGO_FLAGS) --example gen-docs -- $(DOCS)
+	$(CARGO) run $(GEN_DOCS_FLAGS) $(CARGO_FLAGS) --example gen-docs -- $(DOCS)
 	$(POD2MAN) --section=1 --center=Debhelper --release="zero-weak-mcount $(version)" \
 		--name=DH_ZERO_WEAK_MCOUNT dist/dh_zero_weak_mcount $(DOCS)/dh_zero_weak_mcount.1
 	$(POD2MAN) --section=8 --center="zero-weak-mcount" --release="zero-weak-mcount $(version)" \
