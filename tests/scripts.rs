@@ -471,3 +471,27 @@ fn only_the_selftests_report_reads_ktap() {
     let names: Vec<&str> = readers.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(names, ["scripts/kernel-selftests/report.py"], "KTAP read outside report.py: {readers:#?}");
 }
+
+/// The README says how many tests plain `cargo test` lists as ignored: as
+/// many as are marked `#[ignore]` (make fresh-check compares the names).
+#[test]
+fn the_readme_counts_the_ignored_tests() {
+    fn marked(dir: &Path) -> usize {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| match p.extension() {
+                _ if p.is_dir() => marked(&p),
+                Some(e) if e == "rs" => {
+                    fs::read_to_string(&p).unwrap().lines().filter(|l| l.trim_start().starts_with("#[ignore")).count()
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let n = marked(&root.join("src")) + marked(&root.join("tests"));
+    let said = ["no tests", "one test", "two tests", "three tests", "four tests"][n];
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains(&format!("It lists {said} as ignored")), "{n} marked #[ignore]; the README says otherwise");
+}
