@@ -98,7 +98,7 @@ fn names(cmd: &clap::Command) -> BTreeSet<String> {
 
 /// The completions of the two scripts come from mirrors of their options
 /// (examples/gen-docs.rs): each mirror has exactly the options the
-/// installer's --help lists, and every option dh_zero_weak_mcount's POD
+/// installer's --help lists, and every option `dh_zero_weak_mcount`'s POD
 /// names.
 #[test]
 fn the_scripts_completions_know_their_options() {
