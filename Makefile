@@ -13,7 +13,8 @@ BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
-# The JSON report's format, which --help and the man page point to.
+# The JSON report's format, which --help and the man page point to. Empty:
+# not installed (the rpm spec lists it with %doc, in rpm's own doc dir).
 DOCDIR ?= $(DATADIR)/doc/zero-weak-mcount
 # rpm reads /usr/lib/rpm and its macros.d, and debhelper finds its add-ons
 # in Perl's @INC: with PREFIX=/usr they land there (Perl's vendor dir,
@@ -78,7 +79,7 @@ install:
 	done
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/zero-weak-mcount \
 		$(DESTDIR)$(RPMCONFIGDIR) $(DESTDIR)$(RPMMACRODIR) $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 dist/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
@@ -91,7 +92,7 @@ install:
 	$(INSTALL) -m 0644 dist/zero_weak_mcount.pm $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/
 	$(INSTALL) -m 0644 $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(DOCS)/install-kbuild-hook.8 $(DESTDIR)$(MANDIR)/man8/
-	$(INSTALL) -m 0644 docs/report-format.md $(DESTDIR)$(DOCDIR)/
+	[ -z "$(DOCDIR)" ] || $(INSTALL) -D -m 0644 docs/report-format.md $(DESTDIR)$(DOCDIR)/report-format.md
 	for n in $(COMPLETE); do \
 		$(INSTALL) -m 0644 $(DOCS)/completions/$$n.bash $(DESTDIR)$(BASHCOMPDIR)/$$n && \
 		$(INSTALL) -m 0644 $(DOCS)/completions/_$$n $(DESTDIR)$(ZSHCOMPDIR)/ && \
@@ -121,13 +122,13 @@ uninstall:
 		$(DESTDIR)$(BINDIR)/dh_zero_weak_mcount \
 		$(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/zero_weak_mcount.pm \
 		$(DESTDIR)$(MANDIR)/man1/zero-weak-mcount.1 $(DESTDIR)$(MANDIR)/man1/dh_zero_weak_mcount.1 \
-		$(DESTDIR)$(MANDIR)/man8/install-kbuild-hook.8 $(DESTDIR)$(DOCDIR)/report-format.md \
+		$(DESTDIR)$(MANDIR)/man8/install-kbuild-hook.8 $(if $(DOCDIR),$(DESTDIR)$(DOCDIR)/report-format.md) \
 		$(foreach n,$(COMPLETE),$(DESTDIR)$(BASHCOMPDIR)/$(n) $(DESTDIR)$(ZSHCOMPDIR)/_$(n) $(DESTDIR)$(FISHCOMPDIR)/$(n).fish)
 ifneq ($(KERNELHOOKDIR),)
 	rm -f $(DESTDIR)$(KERNELHOOKDIR)/header_postinst.d/50-zero-weak-mcount \
 		$(DESTDIR)$(KERNELHOOKDIR)/postinst.d/50-zero-weak-mcount
 endif
-	-rmdir $(DESTDIR)$(DATADIR)/zero-weak-mcount $(DESTDIR)$(DOCDIR)
+	-rmdir $(DESTDIR)$(DATADIR)/zero-weak-mcount $(if $(DOCDIR),$(DESTDIR)$(DOCDIR))
 
 demo: build
 	$(BIN) -v -o target/zwm_test.ko testdata/zwm_test.ko
