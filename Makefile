@@ -13,6 +13,9 @@ BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
+# The JSON report's format, which --help and the man page point to. Empty:
+# not installed (the rpm spec lists it with %doc, in rpm's own doc dir).
+DOCDIR ?= $(DATADIR)/doc/zero-weak-mcount
 # rpm reads /usr/lib/rpm and its macros.d, and debhelper finds its add-ons
 # in Perl's @INC: with PREFIX=/usr they land there (Perl's vendor dir,
 # /usr/share/perl5 on Debian). Under another PREFIX they need these three
@@ -45,9 +48,14 @@ build:
 	$(CARGO) build --release $(CARGO_FLAGS)
 
 # zero-weak-mcount(1) and the completions come from the clap definition
-# (examples/gen-docs.rs); the other two pages from their POD.
+# (examples/gen-docs.rs); the other two pages from their POD. The example
+# builds the crate with its dev-dependencies' features (object's "write"),
+# so a --release run compiles the crate once more; in the dev profile it is
+# what the README's `cargo test` built already. debian/rules, whose tests
+# run with --release, sets GEN_DOCS_FLAGS=--release.
+GEN_DOCS_FLAGS ?=
 docs: build
-	$(CARGO) run --release $(CARGO_FLAGS) --example gen-docs -- $(DOCS)
+	$(CARGO) run $(GEN_DOCS_FLAGS) $(CARGO_FLAGS) --example gen-docs -- $(DOCS)
 	$(POD2MAN) --section=1 --center=Debhelper --release="zero-weak-mcount $(version)" \
 		--name=DH_ZERO_WEAK_MCOUNT dist/dh_zero_weak_mcount $(DOCS)/dh_zero_weak_mcount.1
 	$(POD2MAN) --section=8 --center="zero-weak-mcount" --release="zero-weak-mcount $(version)" \
@@ -56,13 +64,15 @@ docs: build
 version = $(shell $(BIN) --version 2>/dev/null | cut -d' ' -f2)
 
 # What `make` built, installed without running cargo (root may have none:
-# rustup installs per user), and what ships beside it from dist/ (the
-# Kbuild hook, the rpm and debhelper steps, the /etc/kernel hook; scripts/
-# is the test harness and installs nothing). The rpm macros name the tool
+# rustup installs per user), the Kbuild step (Makefile.snippet, at the top
+# level: it is what a kernel developer includes), and what ships beside it
+# from dist/ (its installer, the rpm and debhelper steps, the /etc/kernel
+# hook; scripts/ is the test harness and installs nothing). The rpm macros name the tool
 # and the brp script where this installs them.
+# Completions: the tool's and the two scripts' (examples/gen-docs.rs).
+COMPLETE := zero-weak-mcount install-kbuild-hook dh_zero_weak_mcount
 BUILT := $(BIN) $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DOCS)/install-kbuild-hook.8 \
-	$(DOCS)/completions/zero-weak-mcount.bash $(DOCS)/completions/_zero-weak-mcount \
-	$(DOCS)/completions/zero-weak-mcount.fish
+	$(foreach n,$(COMPLETE),$(DOCS)/completions/$(n).bash $(DOCS)/completions/_$(n) $(DOCS)/completions/$(n).fish)
 install:
 	@for f in $(BUILT); do \
 		[ -f "$$f" ] || { echo "make install: $$f is missing: run make first (make install runs no cargo)" >&2; exit 1; }; \
@@ -73,7 +83,7 @@ install:
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 dist/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
-	$(INSTALL) -m 0644 dist/Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
+	$(INSTALL) -m 0644 Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
 	$(INSTALL) -m 0755 dist/brp-zero-weak-mcount $(DESTDIR)$(RPMCONFIGDIR)/
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@RPMCONFIGDIR@|$(RPMCONFIGDIR)|g' dist/macros.zero-weak-mcount \
 		>$(DESTDIR)$(RPMMACRODIR)/macros.zero-weak-mcount
@@ -82,9 +92,12 @@ install:
 	$(INSTALL) -m 0644 dist/zero_weak_mcount.pm $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/
 	$(INSTALL) -m 0644 $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(DOCS)/install-kbuild-hook.8 $(DESTDIR)$(MANDIR)/man8/
-	$(INSTALL) -m 0644 $(DOCS)/completions/zero-weak-mcount.bash $(DESTDIR)$(BASHCOMPDIR)/zero-weak-mcount
-	$(INSTALL) -m 0644 $(DOCS)/completions/_zero-weak-mcount $(DESTDIR)$(ZSHCOMPDIR)/
-	$(INSTALL) -m 0644 $(DOCS)/completions/zero-weak-mcount.fish $(DESTDIR)$(FISHCOMPDIR)/
+	[ -z "$(DOCDIR)" ] || $(INSTALL) -D -m 0644 docs/report-format.md $(DESTDIR)$(DOCDIR)/report-format.md
+	for n in $(COMPLETE); do \
+		$(INSTALL) -m 0644 $(DOCS)/completions/$$n.bash $(DESTDIR)$(BASHCOMPDIR)/$$n && \
+		$(INSTALL) -m 0644 $(DOCS)/completions/_$$n $(DESTDIR)$(ZSHCOMPDIR)/ && \
+		$(INSTALL) -m 0644 $(DOCS)/completions/$$n.fish $(DESTDIR)$(FISHCOMPDIR)/ || exit 1; \
+	done
 	@$(PERL) -e 'exit !grep { $$_ eq $$ARGV[0] } @INC' $(PERL5DIR) 2>/dev/null || \
 		echo "make install: note: $(PERL5DIR) is not in Perl's @INC, so dh does not find the add-on there (set PERL5DIR, README)"
 	@[ "$$(rpm --eval '%{_rpmmacrodir}' 2>/dev/null || echo $(RPMMACRODIR))" = $(RPMMACRODIR) ] || \
@@ -109,14 +122,13 @@ uninstall:
 		$(DESTDIR)$(BINDIR)/dh_zero_weak_mcount \
 		$(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/zero_weak_mcount.pm \
 		$(DESTDIR)$(MANDIR)/man1/zero-weak-mcount.1 $(DESTDIR)$(MANDIR)/man1/dh_zero_weak_mcount.1 \
-		$(DESTDIR)$(MANDIR)/man8/install-kbuild-hook.8 \
-		$(DESTDIR)$(BASHCOMPDIR)/zero-weak-mcount $(DESTDIR)$(ZSHCOMPDIR)/_zero-weak-mcount \
-		$(DESTDIR)$(FISHCOMPDIR)/zero-weak-mcount.fish
+		$(DESTDIR)$(MANDIR)/man8/install-kbuild-hook.8 $(if $(DOCDIR),$(DESTDIR)$(DOCDIR)/report-format.md) \
+		$(foreach n,$(COMPLETE),$(DESTDIR)$(BASHCOMPDIR)/$(n) $(DESTDIR)$(ZSHCOMPDIR)/_$(n) $(DESTDIR)$(FISHCOMPDIR)/$(n).fish)
 ifneq ($(KERNELHOOKDIR),)
 	rm -f $(DESTDIR)$(KERNELHOOKDIR)/header_postinst.d/50-zero-weak-mcount \
 		$(DESTDIR)$(KERNELHOOKDIR)/postinst.d/50-zero-weak-mcount
 endif
-	-rmdir $(DESTDIR)$(DATADIR)/zero-weak-mcount
+	-rmdir $(DESTDIR)$(DATADIR)/zero-weak-mcount $(if $(DOCDIR),$(DESTDIR)$(DOCDIR))
 
 demo: build
 	$(BIN) -v -o target/zwm_test.ko testdata/zwm_test.ko

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The build identity behind `--version`: `git describe --always --dirty`
-//! of the checkout, with a hash of the sources added when the tree is dirty
-//! (two different dirty builds must not look alike), or that hash alone
-//! when there is no git, as in a release tarball or a distribution build.
+//! The build identity behind `--version`: `git describe --always` of the
+//! checkout, with `-dirty` and a hash of the sources added when one of the
+//! inputs below differs from the commit (two different dirty builds must
+//! not look alike), or that hash alone when there is no git, as in a release
+//! tarball, or when `ZWM_NO_GIT` is set: package builds set it (debian/rules),
+//! so that a package built from a git checkout and one built from the source
+//! package report the same identity, whatever the build did to the tree.
 //! The Kbuild hook records the `--version` line, so any rebuilt tool with
 //! other sources reprocesses every module.
+//!
+//! Git here never writes the index (`git describe --dirty` and `git diff`
+//! refresh it): a written index would make the other profile's build
+//! script stale, and `make` after `cargo build --release` and `cargo test`
+//! would compile the crate again. Changes to the inputs rerun this script
+//! through their own rerun-if-changed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -19,10 +28,12 @@ fn main() {
     for input in INPUTS {
         println!("cargo:rerun-if-changed={input}");
     }
+    println!("cargo:rerun-if-env-changed=ZWM_NO_GIT");
     let hash = format!("{:016x}", sources_hash(&root));
-    let id = match git_describe(&root).map(|d| shell_safe(&d)) {
-        Some(d) if d.ends_with("-dirty") => format!("git:{d} sources:{hash}"),
-        Some(d) => format!("git:{d}"),
+    let git = if std::env::var_os("ZWM_NO_GIT").is_some() { None } else { git_describe(&root) };
+    let id = match git {
+        Some((d, true)) => format!("git:{}-dirty sources:{hash}", shell_safe(&d)),
+        Some((d, false)) => format!("git:{}", shell_safe(&d)),
         None => format!("sources:{hash}"),
     };
     println!("cargo:rustc-env=ZWM_BUILD_ID={id}");
@@ -35,11 +46,12 @@ fn shell_safe(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "._+-".contains(c) { c } else { '_' }).collect()
 }
 
-/// `git describe`, and the files whose change must rerun this script: the
-/// checked-out commit and the index.
-fn git_describe(root: &Path) -> Option<String> {
+/// `git describe`, whether an input differs from the commit, and the files
+/// whose change must rerun this script: the checked-out commit.
+fn git_describe(root: &Path) -> Option<(String, bool)> {
     let git = |args: &[&str]| {
-        let out = Command::new("git").arg("-C").arg(root).args(args).output().ok()?;
+        // No optional lock: `git status` then leaves the index alone.
+        let out = Command::new("git").arg("-C").arg(root).env("GIT_OPTIONAL_LOCKS", "0").args(args).output().ok()?;
         out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     // Only a checkout of this crate: a tarball unpacked inside some other
@@ -49,15 +61,16 @@ fn git_describe(root: &Path) -> Option<String> {
     if fs::canonicalize(&top).ok()? != fs::canonicalize(root).ok()? {
         return None;
     }
-    for path in ["HEAD", "index"] {
-        if let Some(p) = git(&["rev-parse", "--git-path", path]) {
-            println!("cargo:rerun-if-changed={}", root.join(p).display());
-        }
+    if let Some(p) = git(&["rev-parse", "--git-path", "HEAD"]) {
+        println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     if let Some(p) = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r])) {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
-    git(&["describe", "--always", "--dirty"]).filter(|d| !d.is_empty())
+    let describe = git(&["describe", "--always"]).filter(|d| !d.is_empty())?;
+    let mut status = vec!["status", "--porcelain", "--untracked-files=no", "--"];
+    status.extend(INPUTS);
+    Some((describe, !git(&status)?.is_empty()))
 }
 
 /// FNV-1a over the inputs' relative paths and contents, in sorted order:

@@ -6,7 +6,10 @@
 //!     cargo run --example gen-docs -- OUTDIR
 //!
 //! writes OUTDIR/zero-weak-mcount.1 and OUTDIR/completions/{bash,zsh,fish}
-//! files named as each shell looks them up. `make` runs it.
+//! files named as each shell looks them up, for the tool and for the two
+//! scripts that ship beside it (their options mirrored below, checked
+//! against the scripts' own --help and POD by `tests/man_page.rs`). `make`
+//! runs it.
 //!
 //! The page: NAME, SYNOPSIS with each option's argument, DESCRIPTION and
 //! OPTIONS from clap; EXIT STATUS from the lines --help ends with
@@ -32,11 +35,48 @@ fn main() -> std::io::Result<()> {
     let cmd = cli::command();
     fs::create_dir_all(out.join("completions"))?;
     fs::write(out.join(format!("{}.1", cli::NAME)), page(&cmd)?)?;
-    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
-        let mut cmd = cmd.clone();
-        clap_complete::generate_to(shell, &mut cmd, cli::NAME, out.join("completions"))?;
+    for mut cmd in [cmd, install_kbuild_hook(), dh_zero_weak_mcount()] {
+        let name = cmd.get_name().to_string();
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            clap_complete::generate_to(shell, &mut cmd, &name, out.join("completions"))?;
+        }
     }
     Ok(())
+}
+
+fn flag(long: &'static str) -> clap::Arg {
+    clap::Arg::new(long).long(long).action(clap::ArgAction::SetTrue)
+}
+
+fn value(long: &'static str, name: &'static str, hint: clap::ValueHint) -> clap::Arg {
+    clap::Arg::new(long).long(long).value_name(name).value_hint(hint)
+}
+
+/// `dist/install-kbuild-hook`'s options, for its completions (the script
+/// parses its own).
+#[must_use]
+pub fn install_kbuild_hook() -> clap::Command {
+    use clap::ValueHint::{DirPath, ExecutablePath, FilePath, Other};
+    clap::Command::new("install-kbuild-hook")
+        .disable_version_flag(true)
+        .args([value("kver", "KVER", Other), flag("all"), value("root", "DIR", DirPath)])
+        .args([flag("uninstall"), flag("status"), flag("sweep")])
+        .args([value("tool", "FILE", ExecutablePath), value("snippet", "FILE", FilePath)])
+        .args([flag("dry-run").short('n'), flag("quiet").short('q'), flag("version")])
+        .arg(clap::Arg::new("tree").value_name("TREE").num_args(0..).value_hint(DirPath))
+}
+
+/// `dist/dh_zero_weak_mcount`'s own options and the debhelper ones its POD
+/// names, for its completions; after `--`, the tool's options.
+#[must_use]
+pub fn dh_zero_weak_mcount() -> clap::Command {
+    use clap::ValueHint::{ExecutablePath, Other};
+    clap::Command::new("dh_zero_weak_mcount")
+        .disable_version_flag(true)
+        .args([value("tool", "path", ExecutablePath), value("exclude", "item", Other).short('X')])
+        .args([value("package", "package", Other).short('p'), value("no-package", "package", Other).short('N')])
+        .args([flag("arch").short('a'), flag("indep").short('i'), flag("verbose").short('v'), flag("no-act")])
+        .arg(clap::Arg::new("params").value_name("PARAMS").num_args(0..).last(true))
 }
 
 /// The whole page, in roff.
@@ -45,7 +85,10 @@ fn main() -> std::io::Result<()> {
 ///
 /// Only if `clap_mangen` fails to write to memory.
 pub fn page(cmd: &clap::Command) -> std::io::Result<Vec<u8>> {
-    let man = clap_mangen::Man::new(cmd.clone());
+    // The release alone in the footer and VERSION: the build identity of
+    // --version (git:ID-dirty sources:HASH) overflowed the footer's line, and
+    // would make the page differ between a git build and a source package's.
+    let man = clap_mangen::Man::new(cmd.clone().version(env!("CARGO_PKG_VERSION")));
     let mut page = Vec::new();
     man.render_title(&mut page)?;
     man.render_name_section(&mut page)?;

@@ -160,11 +160,11 @@ for f in usr/bin/zero-weak-mcount usr/sbin/install-kbuild-hook usr/share/zero-we
 	usr/lib/rpm/brp-zero-weak-mcount usr/lib/rpm/macros.d/macros.zero-weak-mcount usr/bin/dh_zero_weak_mcount \
 	usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm usr/share/man/man1/zero-weak-mcount.1 \
 	usr/share/man/man1/dh_zero_weak_mcount.1 usr/share/man/man8/install-kbuild-hook.8 \
-	usr/share/bash-completion/completions/zero-weak-mcount usr/share/zsh/site-functions/_zero-weak-mcount \
-	usr/share/fish/vendor_completions.d/zero-weak-mcount.fish; do
+	usr/share/{bash-completion/completions/,zsh/site-functions/_}{zero-weak-mcount,install-kbuild-hook,dh_zero_weak_mcount} \
+	usr/share/fish/vendor_completions.d/{zero-weak-mcount,install-kbuild-hook,dh_zero_weak_mcount}.fish usr/share/doc/zero-weak-mcount/report-format.md; do
 	[ -f "$mi/$f" ] || die "make install did not install /$f"
 	# every file of make install is in both packages (man pages compressed in the .deb)
-	[ -e "$droot/$f" ] || [ -e "$droot/$f.gz" ] || [ "$f" = usr/share/zsh/site-functions/_zero-weak-mcount ] ||
+	[ -e "$droot/$f" ] || [ -e "$droot/$f.gz" ] || [ "${f#usr/share/zsh/}" != "$f" ] ||
 		[ "$f" = usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm ] || die "the .deb lacks /$f"
 done
 for page in "$mi"/usr/share/man/man*/*; do
@@ -175,14 +175,14 @@ done
 make -C "$src" uninstall DESTDIR="$mi" PREFIX=/usr >>"$pkgdir/make-install.log" 2>&1 || die "make uninstall failed"
 left=$(find "$mi" -type f)
 [ -z "$left" ] || die "make uninstall left: $left"
-[ -e "$droot/usr/share/zsh/vendor-completions/_zero-weak-mcount" ] || die "the .deb lacks the zsh completion"
+for n in zero-weak-mcount install-kbuild-hook dh_zero_weak_mcount; do [ -e "$droot/usr/share/zsh/vendor-completions/_$n" ] || die "the .deb lacks the zsh completion of $n"; done
 [ -e "$droot/usr/share/perl5/Debian/Debhelper/Sequence/zero_weak_mcount.pm" ] || die "the .deb lacks the dh add-on"
 
 tool=$droot/usr/bin/zero-weak-mcount
 "$tool" --version >/dev/null 2>&1 || die "$tool --version fails"
 [ "$("$tool" --version)" = "$("$rroot/usr/bin/zero-weak-mcount" --version)" ] ||
 	die "the .deb and the .rpm report different builds: $("$tool" --version) / $("$rroot/usr/bin/zero-weak-mcount" --version)"
-log "package: installed .deb (dpkg --verify clean) and .rpm (rpm -V clean), make install: 13 files (man -l renders every page), make uninstall removes them"
+log "package: installed .deb (dpkg --verify clean) and .rpm (rpm -V clean), make install: 20 files (man -l renders every page), make uninstall removes them"
 log "tool: $tool ($("$tool" --version))"
 
 export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work ZWM_ROOT=$droot ZWM_RPM_ROOT=$rroot ZWM_DEB=$deb

@@ -219,7 +219,7 @@ log "1. control: --version 'zero-weak-mcount 1.2 (Debian 1.2-1)': the build fail
 
 # --- 2. the current snippet --------------------------------------------------------------------
 "$hook" -q --uninstall "$tree" || die "removing the control hook failed"
-"$hook" -q --snippet "$REPO/dist/Makefile.snippet" "$tree" || die "installing Makefile.snippet failed"
+"$hook" -q --snippet "$REPO/Makefile.snippet" "$tree" || die "installing Makefile.snippet failed"
 "$REAL" --version >"$work/version"
 stampf=$obj/.zero-weak-mcount.ko.stamp
 build new-on || fail "the build with Makefile.snippet failed"

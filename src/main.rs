@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::cli::{Cli, Format};
+use zero_weak_mcount::error::Error;
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, Outcome, Tally};
 use zero_weak_mcount::render::{self, Human, Usage, Walked};
@@ -186,7 +187,8 @@ struct Inputs {
     files: Vec<PathBuf>,
     /// A directory was given (or `--tree`): tree mode.
     tree: bool,
-    /// A directory could not be walked (already reported).
+    /// A directory could not be walked, or held no module under
+    /// `--fatal-warnings` (already reported).
     walk_failed: bool,
 }
 
@@ -201,7 +203,19 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
             tree = true;
             match walk::tree(path) {
                 Ok(found) => {
-                    if found.modules.is_empty() {
+                    if found.modules.is_empty() && cli.fatal_warnings {
+                        // An error like any module's, and in the JSON an
+                        // error object: a mistyped path fails the step.
+                        walk_failed = true;
+                        let shown = path.display().to_string();
+                        let err = Err(Error::FatalWarning(render::NO_MODULES.into()));
+                        let json = (cli.format == Format::Json).then(|| render::json(&shown, &err, cli.check));
+                        print_done(&Done {
+                            lines: render::human(&shown, &err, Human::default()),
+                            json,
+                            outcome: Err(()),
+                        });
+                    } else if found.modules.is_empty() {
                         say(&render::walked(path, Walked::Empty));
                     }
                     if cli.verbose {

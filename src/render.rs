@@ -119,12 +119,16 @@ pub enum Walked<'a> {
     Failed(&'a std::io::Error),
 }
 
+/// The warning of a directory argument without a module file; an error
+/// under `--fatal-warnings`, as every warning is.
+pub const NO_MODULES: &str = "no modules in this tree (*.ko, *.ko.xz, *.ko.zst, *.ko.gz)";
+
 /// The line for a path met while walking a tree.
 #[must_use]
 pub fn walked(path: &Path, what: Walked<'_>) -> String {
     let path = path.display();
     match what {
-        Walked::Empty => format!("{NAME}: {path}: warning: no modules in this tree (*.ko, *.ko.xz, *.ko.zst, *.ko.gz)"),
+        Walked::Empty => format!("{NAME}: {path}: warning: {NO_MODULES}"),
         Walked::Symlink => format!("{NAME}: {path}: skipped symlink"),
         Walked::Failed(e) => format!("{NAME}: {path}: error: cannot walk: {}", crate::error::plain(e)),
     }
@@ -359,6 +363,10 @@ impl Analysis {
     }
 }
 
+/// The `format_version` of every JSON object: raised when a key is removed
+/// or its meaning changes, not when a key is added (docs/report-format.md).
+pub const JSON_FORMAT_VERSION: u32 = 1;
+
 /// The module's `--format=json` object, on one line (docs/report-format.md).
 #[must_use]
 pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> String {
@@ -387,6 +395,7 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
             for key in ["findings", "at_risk", "at_risk_after", "warnings", "notes"] {
                 o.field(key, "[]");
             }
+            o.field("format_version", &JSON_FORMAT_VERSION.to_string());
             return o.close();
         }
     };
@@ -428,6 +437,7 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     o.field("at_risk_after", &json_at_risk(&r.at_risk_after));
     o.field("warnings", &Json::array(&a.warnings.iter().map(|w| Json::str(w)).collect::<Vec<_>>()));
     o.field("notes", &Json::array(&a.notes.iter().map(|n| Json::str(n)).collect::<Vec<_>>()));
+    o.field("format_version", &JSON_FORMAT_VERSION.to_string());
     o.close()
 }
 

@@ -429,6 +429,7 @@ fn json_reports_the_bundled_modules_entries() {
     ] {
         assert!(o.contains(field), "{field} missing: {o}");
     }
+    assert!(o.ends_with(", \"format_version\": 1}"), "{o}");
     // Without -v only the weak entries, in table order.
     assert!(
         o.contains(
@@ -506,4 +507,5 @@ fn json_reports_changes_and_errors_per_file() {
     assert!(lines[1].starts_with(&format!("{{\"file\": \"{}\", \"status\": \"error\"", s(&bad))), "{}", lines[1]);
     assert!(lines[1].contains(&format!("\"error\": \"{message}\"")), "{} vs {err}", lines[1]);
     assert!(lines[1].contains("\"findings\": []"), "{}", lines[1]);
+    assert!(lines.iter().all(|l| l.ends_with(", \"format_version\": 1}")), "{text}");
 }

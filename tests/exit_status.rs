@@ -96,3 +96,42 @@ fn help_documents_the_exit_statuses() {
         assert!(help.contains(line), "missing {line:?} in\n{help}");
     }
 }
+
+/// `--fatal-warnings` makes every warning an error, "no modules" included:
+/// an empty or mistyped tree fails the packaging step that names it, with
+/// the statuses of a module that cannot be read (2 under `--check`, else
+/// 1), and `--format=json` prints the error as the directory's object.
+/// Without it the warning stays a warning: exit 0, and no JSON object,
+/// as there is no module (JSON Lines of zero lines).
+#[test]
+fn fatal_warnings_fails_a_tree_without_modules() {
+    let dir = Scratch::new("empty-tree");
+    let empty = dir.0.join("empty");
+    fs::create_dir_all(empty.join("kernel")).unwrap();
+    fs::write(empty.join("kernel/README"), b"no module here").unwrap();
+    let e = empty.to_str().unwrap();
+    let error = format!(
+        "zero-weak-mcount: {e}: error: warning treated as an error (--fatal-warnings): no modules in this tree"
+    );
+    for (args, code) in
+        [(&["--check", "--fatal-warnings", e][..], 2), (&["--fatal-warnings", e], 1), (&["--check", e], 0), (&[e], 0)]
+    {
+        let out = tool(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).contains(&error), code != 0, "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = tool(&["--check", "--fatal-warnings", "--format=json", e]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].starts_with(&format!("{{\"file\": \"{e}\", \"status\": \"error\", \"signed\": null")), "{text}");
+    assert!(lines[0].contains("(--fatal-warnings): no modules in this tree") && lines[0].ends_with(" 1}"), "{text}");
+    let out = tool(&["--check", "--format=json", e]);
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0), "{}", stderr(&out));
+    // Beside a tree with a module the empty one still fails the run.
+    let (_, full) = case(&dir, "full", &[("a.ko", &dir.processed_module())]);
+    assert_eq!(tool(&["--check", full.to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(tool(&["--check", "--fatal-warnings", full.to_str().unwrap(), e]).status.code(), Some(2));
+}

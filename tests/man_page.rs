@@ -8,7 +8,9 @@
 #[path = "../examples/gen-docs.rs"]
 mod gen_docs;
 
+use std::collections::BTreeSet;
 use std::io::Write as _;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn page() -> String {
@@ -80,6 +82,57 @@ fn exit_status_and_examples_say_what_the_tool_does() {
     }
     assert!(section(&page, "ENVIRONMENT").contains("RPM_BUILD_NCPUS"));
     assert!(section(&page, "SEE ALSO").contains("install\\-kbuild\\-hook (8)"));
+}
+
+/// The long and short names a clap command knows, `--help` included.
+fn names(cmd: &clap::Command) -> BTreeSet<String> {
+    let mut cmd = cmd.clone();
+    cmd.build();
+    let mut all = BTreeSet::new();
+    for arg in cmd.get_arguments() {
+        all.extend(arg.get_long().map(|l| format!("--{l}")));
+        all.extend(arg.get_short().map(|s| format!("-{s}")));
+    }
+    all
+}
+
+/// The completions of the two scripts come from mirrors of their options
+/// (examples/gen-docs.rs): each mirror has exactly the options the
+/// installer's --help lists, and every option `dh_zero_weak_mcount`'s POD
+/// names.
+#[test]
+fn the_scripts_completions_know_their_options() {
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist");
+    let out = Command::new(dist.join("install-kbuild-hook")).arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let listed: BTreeSet<String> = help
+        .lines()
+        .filter(|l| l.trim_start().starts_with('-'))
+        .flat_map(str::split_whitespace)
+        .filter(|w| w.starts_with('-') && w.len() > 1)
+        .map(|w| w.trim_end_matches([',', ':']).to_string())
+        .collect();
+    assert!(listed.len() > 12, "{listed:?} from\n{help}");
+    assert_eq!(names(&gen_docs::install_kbuild_hook()), listed);
+    let pod = std::fs::read_to_string(dist.join("dh_zero_weak_mcount")).unwrap();
+    let named: BTreeSet<String> = pod
+        .split("B<")
+        .skip(1)
+        .filter(|s| s.starts_with('-') && !s.starts_with("-->"))
+        .map(|s| s[..s.find(['>', '=']).unwrap()].to_string())
+        .collect();
+    let dh = names(&gen_docs::dh_zero_weak_mcount());
+    assert!(named.len() >= 7 && named.is_subset(&dh), "{named:?} vs {dh:?}");
+}
+
+/// The footer holds the release, not the build identity (`git:ID-dirty
+/// sources:HASH` overflowed an 80-column footer), and neither does VERSION.
+#[test]
+fn the_footer_and_version_name_the_release_only() {
+    let page = page();
+    let title = format!(".TH zero-weak-mcount 1  \"zero-weak-mcount {}\"", env!("CARGO_PKG_VERSION"));
+    assert!(page.lines().any(|l| l.trim_end() == title), "no {title} in\n{page}");
+    assert!(!page.contains("git:") && !page.contains("sources:"), "{page}");
 }
 
 #[test]

@@ -212,6 +212,9 @@ fn install_kbuild_hook_dry_run_says_would_and_changes_nothing() {
     let (code, text) = run(std::process::Command::new(script("install-kbuild-hook")).arg("--dry-run").arg(tree));
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("would copy") && text.contains("would hook"), "{text}");
+    // In a checkout the installer (dist/) finds the snippet at the top level.
+    let top = Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().unwrap().join("Makefile.snippet");
+    assert!(text.contains(&format!("would copy {} to ", top.display())), "{text}");
     assert!(!text.contains("copied") && !text.contains(": hooked"), "a dry run claims to have acted: {text}");
     assert_eq!(t.files(), before);
 }
@@ -227,10 +230,17 @@ fn install_kbuild_hook_works_on_a_root_by_kver_from_an_installed_layout() {
     fs::create_dir_all(prefix.join("share/zero-weak-mcount")).unwrap();
     let installed = prefix.join("sbin/install-kbuild-hook");
     fs::copy(script("install-kbuild-hook"), &installed).unwrap();
-    fs::copy(script("Makefile.snippet"), prefix.join("share/zero-weak-mcount/Makefile.snippet")).unwrap();
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile.snippet"),
+        prefix.join("share/zero-weak-mcount/Makefile.snippet"),
+    )
+    .unwrap();
     let hook = |args: &[&str]| run(std::process::Command::new(&installed).arg("--root").arg(&t.root).args(args));
     let (code, text) = hook(&["--kver", "9.9.9-zwm-test"]);
     assert_eq!(code, Some(0), "{text}");
+    // The snippet's path as the installed layout has it, no "sbin/..".
+    let share = prefix.canonicalize().unwrap().join("share/zero-weak-mcount/Makefile.snippet");
+    assert!(text.contains(&format!("copied {} to ", share.display())) && !text.contains("/../"), "{text}");
     let hooked = fs::read_to_string(&t.modfinal).unwrap();
     assert!(hooked.contains("include $(srctree)/scripts/Makefile.zero-weak-mcount\n"), "{text}\n{hooked}");
     assert!(hooked.contains("\n\t+$(zero-weak-mcount-ko)\n"), "{hooked}");
@@ -386,8 +396,9 @@ fn install_kbuild_hook_sweep_removes_what_a_removed_package_left() {
 }
 
 /// The /etc/kernel hook as `make install` writes it: it hooks the headers
-/// of its KVER, and is silent for a KVER without headers and once the
-/// installer is gone (its conffile outlives the package until purge).
+/// of its KVER (and says so once), and is silent for a KVER without
+/// headers, for headers hooked already, and once the installer is gone (its
+/// conffile outlives the package until purge).
 #[test]
 fn kernel_hook_hooks_its_kver_and_is_silent_otherwise() {
     let t = AbiRoot::new("kernel-hook", &["9.8.1+t1"]);
@@ -408,6 +419,8 @@ fn kernel_hook_hooks_its_kver_and_is_silent_otherwise() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("hooked the Kbuild of 9.8.1+t1-amd64"), "{out}");
     assert!(fs::read_to_string(&modfinal).unwrap().contains("zero-weak-mcount-ko"));
+    // The image's postinst runs it again: hooked already, nothing to say.
+    assert_eq!(hook("9.8.1+t1-amd64"), (Some(0), String::new()));
 }
 
 /// The README's map of src/ names every file there: a new module is not
@@ -457,4 +470,28 @@ fn only_the_selftests_report_reads_ktap() {
     }
     let names: Vec<&str> = readers.iter().map(|(f, _)| f.as_str()).collect();
     assert_eq!(names, ["scripts/kernel-selftests/report.py"], "KTAP read outside report.py: {readers:#?}");
+}
+
+/// The README says how many tests plain `cargo test` lists as ignored: as
+/// many as are marked `#[ignore]` (make fresh-check compares the names).
+#[test]
+fn the_readme_counts_the_ignored_tests() {
+    fn marked(dir: &Path) -> usize {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| match p.extension() {
+                _ if p.is_dir() => marked(&p),
+                Some(e) if e == "rs" => {
+                    fs::read_to_string(&p).unwrap().lines().filter(|l| l.trim_start().starts_with("#[ignore")).count()
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let n = marked(&root.join("src")) + marked(&root.join("tests"));
+    let said = ["no tests", "one test", "two tests", "three tests", "four tests"][n];
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains(&format!("It lists {said} as ignored")), "{n} marked #[ignore]; the README says otherwise");
 }

@@ -14,7 +14,7 @@
 #   3. an upgrade that changes the file is reported by --status, and a
 #      rerun rebuilds the hook from the new file;
 #   4. --uninstall removes hook and diversion: the package's file is back
-#      byte for byte, dpkg --verify clean.
+#      byte for byte, dpkg --verify clean; 5. so does --sweep once no headers use it.
 #
 # Needs: ZWM_REPO ZWM_TOOL ZWM_KVER ZWM_WORK ZWM_ROOT (see scripts/lib.sh).
 set -euo pipefail
@@ -107,5 +107,10 @@ show "$W/un.out"
 [ ! -e "$(dirname "$mf")/Makefile.zero-weak-mcount" ] || fail "--uninstall left the snippet"
 verify || { show "$W/verify.out"; fail "dpkg --verify $pkg is not clean after --uninstall"; }
 ok "--uninstall: diversion removed, the package's file back byte for byte (sha256 $orig), dpkg --verify clean"
+# --- 5. the headers removed first: --sweep (the .deb's /usr/src trigger) unhooks the kbuild file
+"$hook" -q --root "$R" --kver "$ZWM_KVER" && rm -rf "$R/usr/src/linux-headers-$ZWM_KVER" "$R/lib/modules/$ZWM_KVER/build" ${common:+"$R$common"} || fail "re-hooking failed"
+"$hook" --sweep --root "$R" >"$W/sweep.out" 2>&1 && grep -q "no headers tree uses it" "$W/sweep.out" || { show "$W/sweep.out"; fail "--sweep did not unhook"; }
+[ "$(sha "$mf")" = "$orig" ] && [ -z "$(dpkg-divert --root="$R" --listpackage "$hostmf")" ] && verify || fail "--sweep left the hook or the diversion"
+ok "headers gone, kbuild package kept: --sweep removed hook and diversion, the package's file back, dpkg --verify clean"
 
 finish

@@ -158,7 +158,7 @@ rstep headers-A "$APT install linux-headers-$KA"
 grep -n "zero-weak-mcount: hooked the Kbuild of $KA\|zwm-test\|^dkms: \|Autoinstall" "$work/headers-A.log" >"$work/headers-A.lines" || true
 h=$(grep -n "zero-weak-mcount: hooked the Kbuild of $KA" "$work/headers-A.log" | head -n 1 | cut -d: -f1)
 d=$(grep -n "zwm-test" "$work/headers-A.log" | head -n 1 | cut -d: -f1)
-[ -n "$h" ] || { show "$work/headers-A.lines"; fail "the headers' postinst did not run our hook for $KA"; }
+[ -n "$h" ] && [ "$(grep -c "hooked the Kbuild of $KA" "$work/headers-A.log")" = 1 ] || { show "$work/headers-A.lines"; fail "the headers' postinst did not run our hook for $KA, or it said so twice"; }
 [ -n "$d" ] && [ "$h" -lt "$d" ] || { show "$work/headers-A.lines"; fail "DKMS built zwm-test for $KA before (or without) our hook"; }
 hooked "$A" "$KA"
 n=$(zwm_lines zwm-test "$KA")
