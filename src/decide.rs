@@ -198,8 +198,24 @@ pub enum SectionDoubt {
 pub struct Layout {
     pub size: Vec<u64>,
     pub doubt: Vec<Option<SectionDoubt>>,
-    /// The module has no local function symbols (see [`Doubt::Stripped`]).
-    pub stripped_locals: bool,
+    /// Why the module's static functions may have lost their symbols, if
+    /// it looks stripped (see [`Doubt::Stripped`]).
+    pub stripped: Option<Stripped>,
+}
+
+/// What says a module was stripped of symbols the containment rule needs:
+/// a static function whose symbol went looks just like an overridden weak
+/// body, a callsite in no function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stripped {
+    /// No local function symbols at all (`strip --discard-all`, or
+    /// `--strip-unneeded` where no relocation names a static function).
+    NoLocalFunctions,
+    /// Local function symbols remain, but every local symbol left is one a
+    /// relocation names: what `strip --strip-unneeded` keeps. A module
+    /// `ld -r` linked always has some that no relocation names (the
+    /// `.modinfo` strings, at least).
+    OnlyRelocated,
 }
 
 impl Layout {
@@ -227,7 +243,7 @@ impl Layout {
                 }
             }
         }
-        Layout { size: sections.iter().map(|s| s.size).collect(), doubt, stripped_locals: false }
+        Layout { size: sections.iter().map(|s| s.size).collect(), doubt, stripped: None }
     }
 
     /// The layout under `rule`: before the kernel bounded the symbol lookup
@@ -263,9 +279,10 @@ pub enum Doubt {
     /// The nearest symbol is not a function with a size: the location may
     /// lie inside it.
     Unsized { symbol: String },
-    /// The module has no local function symbols: its static functions have
-    /// no extent to test, and the kernel keeps and traces their records.
-    Stripped,
+    /// The module looks stripped: its static functions may have no symbol,
+    /// hence no extent to test, and the kernel keeps and traces their
+    /// records.
+    Stripped(Stripped),
     /// Near the start of a memory region, on a kernel that may find the
     /// nearest symbol in another region.
     RegionStart { max: u64 },
@@ -346,8 +363,8 @@ pub fn contains<'a>(entry: &Entry, symbols: &SymbolIndex<'a>, layout: &Layout, b
     if symbols.in_function(section, at, before) {
         return Verdict::Valid;
     }
-    if layout.stripped_locals {
-        return Verdict::Doubt(Doubt::Stripped);
+    if let Some(why) = layout.stripped {
+        return Verdict::Doubt(Doubt::Stripped(why));
     }
     match symbols.at_or_below(section, at.saturating_add(before)) {
         None => Verdict::Dead { nearest: None, distance: 0 },
@@ -609,8 +626,10 @@ mod tests {
         // Within the allowance before an unsized symbol, too.
         assert_eq!(contains(&entry(1, 0x78), &s, &l, 8), Verdict::Doubt(Doubt::Unsized { symbol: "g".into() }));
         assert!(matches!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Dead { .. }));
-        l.stripped_locals = true;
-        assert_eq!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Doubt(Doubt::Stripped));
+        for why in [Stripped::NoLocalFunctions, Stripped::OnlyRelocated] {
+            l.stripped = Some(why);
+            assert_eq!(contains(&entry(1, 0x60), &s, &l, 0), Verdict::Doubt(Doubt::Stripped(why)));
+        }
         assert_eq!(contains(&entry(1, 0x44), &s, &l, 0), Verdict::Valid);
         let odd = Entry { target: Target::odd(Odd::Weak), ..entry(1, 0) };
         assert_eq!(contains(&odd, &s, &l, 0), Verdict::Doubt(Doubt::Odd(Odd::Weak)));

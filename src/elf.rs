@@ -998,3 +998,82 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
     }
     Ok(TableSymbols::Movable(out))
 }
+
+/// Whether every local symbol of the callsite table's symbol table is one
+/// that something names: a relocation of an allocated section, or a section
+/// group as its signature. That is all `strip --strip-unneeded` keeps (GNU
+/// strip and llvm-objcopy alike; it drops the debug sections and their
+/// relocations), where a module as `ld -r` leaves it (or `strip
+/// --strip-debug`) always has local symbols no such relocation names: the
+/// `.modinfo` strings, notes, static functions only called from their own
+/// section. Section and file symbols do not count, nor mapping symbols
+/// (`$x`, `$d`, `.L`...), which GNU strip keeps on arm and arm64 whether
+/// named or not.
+///
+/// Reads every relocation section, so it is asked only when the answer
+/// would change something.
+pub fn only_relocated_locals(data: &[u8], info: &ElfInfo, callsite: &Callsite) -> Result<bool, Error> {
+    if info.is_64 {
+        only_relocated_locals_generic::<FileHeader64<Endianness>>(data, info, callsite)
+    } else {
+        only_relocated_locals_generic::<FileHeader32<Endianness>>(data, info, callsite)
+    }
+}
+
+fn only_relocated_locals_generic<Elf: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    info: &ElfInfo,
+    callsite: &Callsite,
+) -> Result<bool, Error> {
+    let table = section_table::<Elf>(data, info)?;
+    let rs = &info.sections[callsite.reloc_section];
+    let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
+    let strings = string_table(data, info, symsec)?;
+    let symtab_index = rs.link as usize;
+    let endian = info.endian();
+    let mut named = vec![false; symtab.len()];
+    let mut name = |index: u32| {
+        if let Some(n) = named.get_mut(index as usize) {
+            *n = true;
+        }
+    };
+    for (i, s) in info.sections.iter().enumerate() {
+        if s.link as usize != symtab_index {
+            continue;
+        }
+        if s.sh_type == elf::SHT_GROUP {
+            name(s.info);
+            continue;
+        }
+        // Only the relocations the module loader applies: riscv's
+        // assembler names local symbols themselves, not their sections, so
+        // in a module with debug information `.rela.debug_info` names
+        // every static function and variable.
+        let applied = info.sections.get(s.info as usize).is_some_and(Section::is_alloc);
+        if !s.is_relocation() || !applied {
+            continue;
+        }
+        let header = table.section(object::SectionIndex(i)).map_err(malformed)?;
+        let bad = |e: object::read::Error| malformed(format!("{}: {e}", s.name));
+        if s.sh_type == elf::SHT_RELA {
+            let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+            for r in relocs {
+                name(r.r_sym(endian, false));
+            }
+        } else {
+            let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+            for r in relocs {
+                name(r.r_sym(endian));
+            }
+        }
+    }
+    let unnamed = symtab.enumerate().skip(1).any(|(index, sym)| {
+        let head = strings.get(sym.st_name(endian) as usize..).unwrap_or_default();
+        sym.st_bind() == elf::STB_LOCAL
+            && !matches!(sym.st_type(), elf::STT_SECTION | elf::STT_FILE)
+            && !named[index.0]
+            && head.first().is_some_and(|&c| c != 0)
+            && !is_mapping_symbol(head)
+    });
+    Ok(!unnamed)
+}

@@ -7,14 +7,14 @@
 
 use crate::arch::{self, Overrides, Scope};
 use crate::compress::Format;
-use crate::decide::{self, Layout, SymbolIndex, Verdict};
+use crate::decide::{self, Layout, Stripped, SymbolIndex, Verdict};
 use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbols, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::plan::{self, Plan};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
 use crate::risk::{self, AtRisk, Record};
-use crate::rule::{Adjust, Input, Neutraliser, PatchSite, Rule};
+use crate::rule::{Adjust, Criterion, Input, Neutraliser, PatchSite, Rule};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -303,13 +303,31 @@ fn decide_module(
     let stripped = extracted.stripped_locals();
     let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
     let mut layout = Layout::for_rule(&info.sections, &symbols, rule);
-    layout.stripped_locals = stripped;
-    let mut findings = Vec::new();
-    let decisions = decide::all(image, info, rule, entries, &symbols, &layout, |_, entry, verdict| {
-        if opts.verbose || *verdict != Verdict::Valid {
-            findings.push(finding(info, rule, entry, verdict));
-        }
-    });
+    layout.stripped = stripped.then_some(Stripped::NoLocalFunctions);
+    let decide_all = |layout: &Layout| {
+        let mut findings = Vec::new();
+        let decisions = decide::all(image, info, rule, entries, &symbols, layout, |_, entry, verdict| {
+            if opts.verbose || *verdict != Verdict::Valid {
+                findings.push(finding(info, rule, entry, verdict));
+            }
+        });
+        (decisions, findings)
+    };
+    let (mut decisions, mut findings) = decide_all(&layout);
+    // Under the containment rule a static function whose symbol
+    // `--strip-unneeded` took looks just like an overridden weak body. Ask
+    // whether the module looks stripped only when something would go: the
+    // question reads every relocation section. The offset rule needs no
+    // such guard: it is the kernel's own check, which rejects such a record
+    // whether or not it is zeroed.
+    if matches!(rule.criterion, Criterion::Contains { .. })
+        && layout.stripped.is_none()
+        && !decisions.dead.is_empty()
+        && elf::only_relocated_locals(image, info, &extracted.callsite)?
+    {
+        layout.stripped = Some(Stripped::OnlyRelocated);
+        (decisions, findings) = decide_all(&layout);
+    }
     let (dead, doubts) = (decisions.dead, decisions.doubt.len());
     let counts = Counts { entries: entries.len(), weak: dead.len(), doubt: doubts };
     let at_risk = if dead.is_empty() { Vec::new() } else { at_risk(image, info, rule, entries, &dead, &symbols) };

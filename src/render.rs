@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::decide::Doubt;
+use crate::decide::{Doubt, Stripped};
 use crate::error::Error;
 use crate::process::{Analysis, COMPRESSED_ADVICE, LeftAlone, Outcome, Tally};
 use crate::report::{Finding, Location, Report, RuleFacts};
@@ -341,7 +341,12 @@ pub fn doubt(d: &Doubt) -> String {
         Doubt::Unsized { symbol } => {
             format!("in no sized function, but the nearest symbol {symbol} has no function size")
         }
-        Doubt::Stripped => "in no sized function, but the module has no local function symbols to tell".into(),
+        Doubt::Stripped(Stripped::NoLocalFunctions) => {
+            "in no sized function, but the module has no local function symbols to tell".into()
+        }
+        Doubt::Stripped(Stripped::OnlyRelocated) => "in no sized function, but every local symbol left is one a \
+             relocation names (stripped with --strip-unneeded?): a static function may have lost its own"
+            .into(),
         Doubt::RegionStart { max } => format!(
             "within {max} bytes of its memory region's start, and this kernel's symbol lookup is not bounded by \
              the region"

@@ -11,7 +11,10 @@ mod common;
 
 use common::{add_callsites, add_modinfo, assert_differs_only_in, changeable, entries};
 use object::write::{Object, Symbol, SymbolSection};
-use object::{Architecture, BinaryFormat, Endianness, SectionKind, SymbolFlags, SymbolKind, SymbolScope, elf};
+use object::{
+    Architecture, BinaryFormat, Endianness, Object as _, ObjectSymbol as _, SectionKind, SymbolFlags, SymbolKind,
+    SymbolScope, elf,
+};
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Analysis, LeftAlone, Options, Outcome, analyze};
 
@@ -278,4 +281,128 @@ fn a_tree_counts_these_modules_as_processed_not_skipped() {
     let err = common::stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("2 modules: 1 would change, 1 unchanged, 0 skipped, 0 errors"), "{err}");
+}
+
+/// How a module was stripped, for [`build_strip`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strip {
+    /// As `ld -r` leaves it, with debug information.
+    None,
+    /// `strip --strip-debug` (`INSTALL_MOD_STRIP=1`): the file symbols and
+    /// the debug sections go.
+    Debug,
+    /// `strip --strip-unneeded`: every symbol no relocation names goes,
+    /// the static function `s`, the file and `.modinfo` symbols with it.
+    Unneeded,
+}
+
+/// A module of static functions: `f` [0x40, 0x80) and `h` [0x300, 0x320),
+/// whose addresses a function table in `.data` takes (so a relocation names
+/// them), `s` [0xc0, 0x100), which only code in its own section calls (so
+/// none does), and an overridden weak body at 0x88 with no symbol. Each has
+/// a callsite entry; as linked, the weak body's is the one dead entry.
+fn build_strip(a: &Target, strip: Strip) -> Vec<u8> {
+    let mut obj = Object::new(BinaryFormat::Elf, a.arch, a.endian);
+    if strip == Strip::None {
+        for file in ["weak.c", "main.c"] {
+            obj.add_file_symbol(file.as_bytes().to_vec());
+        }
+    }
+    let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
+    obj.set_section_data(text, vec![0x13u8; 0x400], 16);
+    let mut functions = vec![("f", 0x40, 0x40), ("h", 0x300, 0x20)];
+    if strip != Strip::Unneeded {
+        functions.push(("s", 0xc0, 0x40));
+    }
+    let ids: Vec<_> = functions
+        .iter()
+        .map(|&(name, value, size)| {
+            obj.add_symbol(Symbol {
+                name: name.as_bytes().to_vec(),
+                value,
+                size,
+                kind: SymbolKind::Text,
+                scope: SymbolScope::Compilation,
+                weak: false,
+                section: SymbolSection::Section(text),
+                flags: SymbolFlags::None,
+            })
+        })
+        .collect();
+    let word: u64 = if a.arch.address_size().unwrap().bytes() == 8 { 8 } else { 4 };
+    let data = obj.add_section(Vec::new(), b".data".to_vec(), SectionKind::Data);
+    obj.set_section_data(data, vec![0u8; 2 * word as usize], word);
+    for (i, &id) in ids[..2].iter().enumerate() {
+        add_callsites(&mut obj, data, i as u64, word, id, a.abs_type, [0]);
+    }
+    let locations = [0x40 - a.before, 0x88 - a.before, 0xc0 - a.before, 0x300 - a.before];
+    let cs = obj.add_section(Vec::new(), a.callsite.as_bytes().to_vec(), SectionKind::ReadOnlyData);
+    obj.set_section_data(cs, vec![0u8; locations.len() * word as usize], word);
+    let sym = obj.section_symbol(text);
+    add_callsites(&mut obj, cs, 0, word, sym, a.abs_type, locations.map(|l| i64::from_ne_bytes(l.to_ne_bytes())));
+    let modinfo = add_modinfo(&mut obj, a.vermagic, &[]);
+    if strip != Strip::Unneeded {
+        // modpost's strings each have a static symbol no loaded section
+        // relocates against (`__UNIQUE_ID_vermagic123`).
+        let vermagic = obj.add_symbol(Symbol {
+            name: b"__UNIQUE_ID_vermagic0".to_vec(),
+            value: 12,
+            size: a.vermagic.len() as u64 + 10,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Compilation,
+            weak: false,
+            section: SymbolSection::Section(modinfo),
+            flags: SymbolFlags::None,
+        });
+        if strip == Strip::None {
+            // Debug information that names each static symbol, as riscv's
+            // assembler writes it: not a relocation the loader applies.
+            let debug = obj.add_section(Vec::new(), b".debug_info".to_vec(), SectionKind::Debug);
+            let named = [ids.as_slice(), &[vermagic]].concat();
+            obj.set_section_data(debug, vec![0u8; named.len() * word as usize], 1);
+            for (i, &id) in named.iter().enumerate() {
+                add_callsites(&mut obj, debug, i as u64, word, id, a.abs_type, [0]);
+            }
+        }
+    }
+    obj.write().unwrap()
+}
+
+#[test]
+fn a_module_stripped_of_unneeded_symbols_keeps_every_entry() {
+    for a in &ARCHES {
+        let name = a.arch;
+        let weak = 0x88 - a.before;
+        let (linked, debug, unneeded) =
+            (build_strip(a, Strip::None), build_strip(a, Strip::Debug), build_strip(a, Strip::Unneeded));
+        // The stripped module still has local function symbols (f and h):
+        // the guard for a module without any does not apply.
+        let file = object::File::parse(&*unneeded).unwrap();
+        let locals: Vec<_> = file.symbols().filter(|s| s.is_local() && s.kind() == SymbolKind::Text).collect();
+        assert_eq!(locals.len(), 2, "{name:?}");
+        assert!(file.symbols().all(|s| s.kind() != SymbolKind::File), "{name:?}");
+        // Negative control: as linked, and without its file symbols as
+        // `--strip-debug` leaves it, only the weak body's entry goes.
+        for (what, data) in [("linked", &linked), ("--strip-debug", &debug)] {
+            let (after, an) = run(data, &verbose());
+            let mut want = entries(data, a.callsite, 0);
+            want.retain(|(_, at)| *at != weak);
+            assert_eq!(entries(&after, a.callsite, 0), want, "{name:?} {what}");
+            assert!(matches!(an.outcome, Outcome::Changed { neutralised: 1, .. }), "{name:?} {what}: {an:?}");
+            assert!(an.details().iter().any(|d| d.contains(&format!("zero .text+{weak:#x}"))), "{name:?} {what}");
+        }
+        // Stripped of what no relocation names, s lost its symbol: its
+        // entry and the weak body's now look alike, and both are kept.
+        let (after, an) = run(&unneeded, &verbose());
+        assert_eq!(after, unneeded, "{name:?}");
+        assert_eq!(an.outcome, Outcome::Unchanged, "{name:?}");
+        assert!(an.summary().contains("2 kept for doubt"), "{name:?}: {}", an.summary());
+        for at in [weak, 0xc0 - a.before] {
+            let line = format!(
+                "keep .text+{at:#x}: in no sized function, but every local symbol left is one a relocation names \
+                 (stripped with --strip-unneeded?): a static function may have lost its own"
+            );
+            assert!(an.details().contains(&line), "{name:?} {:#?}", an.details());
+        }
+    }
 }

@@ -167,7 +167,7 @@ pub fn add_callsites(
 }
 
 /// `.modinfo` as modpost leaves it: `license=GPL`, `vermagic=`, then `extra`.
-pub fn add_modinfo(obj: &mut Object<'_>, vermagic: &str, extra: &[&str]) {
+pub fn add_modinfo(obj: &mut Object<'_>, vermagic: &str, extra: &[&str]) -> SectionId {
     let id = obj.add_section(Vec::new(), b".modinfo".to_vec(), SectionKind::ReadOnlyData);
     let mut info = format!("license=GPL\0vermagic={vermagic}\0");
     for tag in extra {
@@ -175,6 +175,7 @@ pub fn add_modinfo(obj: &mut Object<'_>, vermagic: &str, extra: &[&str]) {
         info.push('\0');
     }
     obj.set_section_data(id, info.into_bytes(), 1);
+    id
 }
 
 /// Define a function symbol `name` at `value` in text section `section`.
