@@ -292,7 +292,7 @@ weak_boot() { # CASE: boot it into WORK/boots/weak-CASE (report.py --weak judges
             head -c 4096 "$work/weak-series/test_modules/test_ftrace_weak.ko" > "$d/test_modules/test_ftrace_weak.ko";;
     esac
     rm -rf "$out"; mkdir -p "$out"
-    printf 'SUITES="ftrace"\nPRELOAD=kvm\nFTRACE_TESTS="test.d/ftrace/func_dead_weak_module.tc"\n' > "$out/selftests.conf"
+    printf 'SUITES="ftrace"\nPRELOAD=kvm\nFTRACE_TESTS="test.d/ftrace/func_dead_weak_module.tc"\nFTRACE_TIMEOUT=400\n' > "$out/selftests.conf"
     [ "$arch" != x86_64 ] || x86=(--add "/bin/bash-static=bin/bash" --tree "$ul")
     log "booting the $k kernel for func_dead_weak_module.tc ($c)"
     "$GUEST/run.sh" --arch "$arch" --kernel "$e2e/obj-$k/$image" --out "$out" \

@@ -177,6 +177,8 @@ def weak(out, dirs):
         got = v.get(WEAK_TEST, "no verdict")
         m = WEAK_SUMMARY.search(text)
         seen = " / ".join(m.groups()) if m else "-"
+        if "@@ZWM FTRACE-TIMEOUT" in text:
+            seen += " (ftracetest stopped after the case: its reset hung)"
         holds = got == want
         if want == "FAIL":
             # Failing for the reason the case tests, not another.

@@ -43,7 +43,11 @@ case " $SUITES " in *" ftrace "*)
     modprobe remote_test; echo "@@ZWM PRELOAD remote_test rc=$?"
     echo "@@ZWM KTAP-BEGIN ftrace"
     # shellcheck disable=SC2086 # FTRACE_TESTS are words (empty: all tests)
-    (cd /selftests/ftrace && ./ftracetest -K -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1)
+    # FTRACE_TIMEOUT (seconds, optional) bounds it: on stock arm64, after an
+    # fprobe was put on a dead weak body's record, ftracetest's reset after
+    # the case never returned (2026-12-05); its verdict is printed by then.
+    (cd /selftests/ftrace && ${FTRACE_TIMEOUT:+timeout "$FTRACE_TIMEOUT"} ./ftracetest -K -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1
+     rc=$?; [ $rc != 143 ] || echo "@@ZWM FTRACE-TIMEOUT $FTRACE_TIMEOUT")
     cat /tmp/ftracetest.out
     echo "@@ZWM KTAP-END ftrace"
     # ftracetest keeps the log of every test that did not pass: the end of
