@@ -3,7 +3,7 @@
 # and `make install` for packagers.
 .PHONY: all build docs install clean uninstall demo test fresh-check deb-chroot integration e2e kernel-e2e kernel-e2e-7.3 \
 	kernel-bench kernel-bench-amdgpu tree-check audit adjust-first-demo e2e-clang e2e-old kernel-e2e-ppc64le kbuild-btf \
-	kernel-selftests kernel-build-matrix kernel-debug probe-e2e dkms-abi check bench bench-quick fuzz lint
+	kernel-selftests kernel-selftests-aarch64 kernel-build-matrix kernel-debug probe-e2e dkms-abi check bench bench-quick fuzz lint
 
 # Install locations. DESTDIR is prepended to every one of them.
 # install-kbuild-hook finds the snippet at ../share/zero-weak-mcount from
@@ -179,6 +179,12 @@ kernel-e2e-7.3: build
 # alone takes most of an hour on 2 cores (docs/kernel-e2e.md).
 kernel-e2e-ppc64le: build
 	scripts/kernel-e2e.sh --arch ppc64le
+
+# Not part of check: the arm64 kernels (stock, series, stock with patch 1
+# alone) and patch 5's selftest on them, the arm64 proof of the series
+# (docs/kernel-e2e.md, "aarch64 and the lookup kernel").
+kernel-selftests-aarch64: build
+	scripts/kernel-selftests.sh --arch aarch64
 
 # Not part of check: the kernel's own ftrace and livepatch selftests on the
 # stock and series kernels of kernel-e2e, module tests included; about an
