@@ -308,9 +308,14 @@ install_check() {
     rm -rf "$t"; mkdir -p "$t"
     make -s -C "$sel/ftrace" KDIR="$t/no-kdir" INSTALL_PATH="$t/series" install >"$t/series.log" 2>&1 ||
         die "make install of the series' ftrace selftests failed without KDIR (see $t/series.log)"
+    # lib.mk finds the tree through its own path, so stock's is swapped in
+    # place for the control, and put back even if the script is stopped.
     cp "$sel/lib.mk" "$t/lib.mk.series"; cp "$e2e/src-stock/tools/testing/selftests/lib.mk" "$sel/lib.mk"
+    # shellcheck disable=SC2064 # the paths now: the function's locals are gone on exit
+    trap "cp '$t/lib.mk.series' '$sel/lib.mk'" EXIT
     rc=0; make -s -C "$sel/ftrace" KDIR="$t/no-kdir" INSTALL_PATH="$t/stock" install >"$t/stock.log" 2>&1 || rc=$?
-    cp "$t/lib.mk.series" "$sel/lib.mk"; make -s -C "$sel/ftrace" clean >/dev/null 2>&1 || true
+    cp "$t/lib.mk.series" "$sel/lib.mk"; trap - EXIT
+    make -s -C "$sel/ftrace" clean >/dev/null 2>&1 || true
     [ $rc != 0 ] || die "make install without KDIR passed with stock's lib.mk too: the check proves nothing"
     log "make install without KDIR: passes with the series' lib.mk, fails with stock's (negative control)"
 }
