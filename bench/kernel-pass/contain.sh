@@ -13,15 +13,16 @@
 # neutralise, module by module (contain.py); exit 1 on any difference.
 #
 # --control runs a model that must differ somewhere instead, and exits 1
-# if it does not: "guard" ignores the series' rule that a module without a
-# local function symbol is left alone (every function counts as local),
-# "insn" takes MCOUNT_INSN_SIZE as 0, "adjust" turns the Kconfig options
-# ftrace_call_adjust() tests off; "adjust,insn" does both.
+# if it does not: "guard" ignores the series' rule that a module stripped
+# of its unneeded local symbols is left alone (every symbol is typed as if
+# in .modinfo), "insn" takes MCOUNT_INSN_SIZE as 0, "adjust" turns the
+# Kconfig options ftrace_call_adjust() tests off; "adjust,insn" does both.
 #
 # --stripped runs on a copy of the tree with every module decompressed and
-# stripped as llvm-objcopy --strip-unneeded strips it (no local function
-# symbol is left): the series must then leave every table alone, as the
-# tool does (its doubt), and --control guard must differ.
+# stripped as llvm-objcopy --strip-unneeded strips it (the local symbols
+# that relocations name stay, .modinfo's go): the series must then leave
+# every table alone, as the tool does (its doubt), and --control guard
+# must differ.
 #
 # --instructions counts with callgrind the instructions the pass executes,
 # in one run over the whole tree (one callgrind dump per module), and
@@ -81,6 +82,7 @@ find "$top_dir" -name '*.ko*' -print0 | sort -z |
 # The model: the series' functions, verbatim, in the order they are defined.
 python3 "$HERE/extract.py" --undef FTRACE_MCOUNT_MAX_OFFSET --file "$adjust" "$src" "$series" \
     ftrace_call_adjust kallsyms_symbol_name kallsyms_sym_names_addrs module_kallsyms_walk_text \
+    module_kallsyms_unstripped \
     ftrace_mod_callsites ftrace_mod_first ftrace_mod_mark_funcs ftrace_mod_clear_dead > "$work/model$$.c"
 mv "$work/model$$.c" "$work/model.c"
 insn=$(tar -xJOf "$src" "linux-source-7.2/$header" | sed -n 's/^#define MCOUNT_INSN_SIZE[[:space:]]*//p')
@@ -97,7 +99,7 @@ done
     { echo "contain.sh: $kver has ARM64_BTI_KERNEL: the model cannot read instructions" >&2; exit 1; }
 for c in ${control//,/ }; do
     case "$c" in
-        guard) flags+=(-DZWM_EVERY_FUNC_LOCAL);;
+        guard) flags+=(-DZWM_GUARD_OFF);;
         insn) flags+=(-UMCOUNT_INSN_SIZE -DMCOUNT_INSN_SIZE=0);;
         adjust) ;;
         *) echo "contain.sh: --control is guard, insn or adjust" >&2; exit 2;;

@@ -26,8 +26,12 @@ candidate written against the kernel's own structures needs:
   u64 magic "zwmsyms1",
   nregions x u64 enum mod_mem_type of each region,
   nsyms x (u64 st_shndx, u64 st_name), u64 strtab size, the strtab,
-  u64 magic "zwmfunc1", nsyms x (u64 st_info, u64 st_size)
+  u64 magic "zwmfunc1", nsyms x (u64 st_info, u64 st_size),
+  u64 magic "zwmtype1", nsyms x u8 the type elf_type() gives the symbol
 
+The types are kernel/module/kallsyms.c elf_type()'s, once the loader has
+taken SHF_ALLOC off the sections it drops (kernel/module/main.c
+rewrite_section_headers(): .modinfo and the __version* tables).
 "nameable" is find_kallsyms_symbol()'s filter: defined, named, and not a
 mapping symbol (include/linux/module_symbol.h). The layout is the
 kernel's in its grouping and alignment; exact offsets inside a region do
@@ -65,7 +69,8 @@ def is_mapping(name):
 
 
 def sections(elf):
-    return [dict(name=s.name, flags=s["sh_flags"], size=s["sh_size"], align=max(s["sh_addralign"], 1))
+    return [dict(name=s.name, flags=s["sh_flags"], size=s["sh_size"], align=max(s["sh_addralign"], 1),
+                 type=8 if s["sh_type"] == "SHT_NOBITS" else 0)
             for s in elf.iter_sections()]
 
 
@@ -93,6 +98,32 @@ def layout(secs):
     return where, regions
 
 
+# Sections the loader reads but does not keep (rewrite_section_headers()).
+DROPPED = {".modinfo", "__versions", "__version_ext_crcs", "__version_ext_names"}
+SHN_LORESERVE, SHN_ABS, SHT_NOBITS = 0xFF00, 0xFFF1, 8
+
+
+def elf_type(info, shndx, secs):
+    """The character elf_type() gives a symbol (ARCH_SHF_SMALL is 0 here)."""
+    if info >> 4 == 2:  # STB_WEAK
+        return "v" if info & 0xF == 1 else "w"  # STT_OBJECT
+    if shndx == 0:
+        return "U"
+    if shndx == SHN_ABS or shndx < SHN_LORESERVE and secs[shndx]["name"] == ".data..percpu":
+        return "a"
+    if shndx >= SHN_LORESERVE:
+        return "?"
+    s = secs[shndx]
+    flags = s["flags"] & ~SHF_ALLOC if s["name"] in DROPPED else s["flags"]
+    if flags & SHF_EXECINSTR:
+        return "t"
+    if flags & SHF_ALLOC and s["type"] != SHT_NOBITS:
+        return "d" if flags & SHF_WRITE else "r"
+    if s["type"] == SHT_NOBITS:
+        return "b"
+    return "n" if s["name"].startswith(".debug") else "?"
+
+
 def callsite_table(secs):
     # x86 modules can carry both: __patchable_function_entries there is the
     # call padding's, and __mcount_loc the callsites (include/linux/ftrace.h).
@@ -113,7 +144,8 @@ def count(paths):
 def tree(outdir, top, paths):
     for path in paths:
         out = Path(outdir) / (str(Path(path).relative_to(top)).split(".ko")[0] + ".bin")
-        if out.exists() and out.stat().st_mtime > Path(path).stat().st_mtime:
+        # A dump older than this file may lack what it now writes.
+        if out.exists() and out.stat().st_mtime > max(Path(path).stat().st_mtime, Path(__file__).stat().st_mtime):
             continue
         out.parent.mkdir(parents=True, exist_ok=True)
         dump(path, str(out), 0, quiet=True)
@@ -133,7 +165,7 @@ def dump(src, out, max_offset, quiet=False):
     where, regions = layout(secs)
     symtab = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_SYMTAB")
     strtab = elf.get_section(symtab["sh_link"]).data()
-    syms, names, funcs = [], [], []
+    syms, names, funcs, types = [], [], [], []
     # Elf64_Sym read raw: st_name, st_info, st_other, st_shndx, st_value, st_size.
     order = "<" if elf.little_endian else ">"
     for st_name, info, _, shndx, value, size in struct.iter_unpack(order + "IBBHQQ", symtab.data()):
@@ -142,6 +174,7 @@ def dump(src, out, max_offset, quiet=False):
         syms.append((value, int(shndx != 0 and name != "" and not is_mapping(name))))
         names.append((shndx, st_name))
         funcs.append((info, size))
+        types.append(elf_type(info, shndx, secs))
     table = callsite_table(secs)
     locs = []
     if table is not None:
@@ -160,6 +193,7 @@ def dump(src, out, max_offset, quiet=False):
         f.write(b"".join(struct.pack("<QQ", *n) for n in names))
         f.write(struct.pack("<Q", len(strtab)) + strtab)
         f.write(b"zwmfunc1" + b"".join(struct.pack("<QQ", *i) for i in funcs))
+        f.write(b"zwmtype1" + "".join(types).encode())
     if not quiet:
         print(f"{src}: {len(regions)} regions, {len(syms)} symbols, {len(locs)} locations")
 

@@ -30,11 +30,7 @@
 
 typedef Elf64_Sym Elf_Sym;
 #define ELF_ST_TYPE(info) ELF64_ST_TYPE(info)
-#ifdef ZWM_EVERY_FUNC_LOCAL	/* contain.sh --control guard */
-#define ELF_ST_BIND(info) STB_LOCAL
-#else
 #define ELF_ST_BIND(info) ELF64_ST_BIND(info)
-#endif
 
 enum mod_mem_type {
 	MOD_TEXT = 0,

@@ -111,6 +111,12 @@ static void load(struct dump *d, const char *path)
 		}
 		free(funcs);
 	}
+	if (fread(magic, 8, 1, f) == 1 && !memcmp(magic, "zwmtype1", 8)) {
+		d->ks.typetab = read_array(f, nsyms, 1, path);
+#ifdef ZWM_GUARD_OFF	/* contain.sh --control guard: every module looks unstripped */
+		memset(d->ks.typetab, '?', nsyms);
+#endif
+	}
 	fclose(f);
 
 	for (uint64_t r = 0; r < d->nregions; r++) {
@@ -123,6 +129,8 @@ static void load(struct dump *d, const char *path)
 	}
 	if (!d->ks.symtab)
 		d->ks.symtab = calloc(nsyms + 1, sizeof(Elf_Sym));
+	if (!d->ks.typetab)
+		d->ks.typetab = calloc(nsyms + 1, 1);
 	d->ks.num_symtab = nsyms;
 	d->nameable = malloc(nsyms * 8 + 8);
 	for (uint64_t s = 0; s < nsyms; s++) {
