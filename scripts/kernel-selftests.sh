@@ -40,10 +40,11 @@
 # func_dead_weak_module.tc, from the series tree), the module built against
 # each kernel, one boot per case: stock, lookup (stock with patch 1 alone),
 # stock-processed (the module through the tool), series, unsupported (the
-# weak body not instrumented) and unresolved (the module cut short);
+# weak body not instrumented), unresolved (the module cut short) and, not
+# on x86_64, series-stripped (the module through strip --strip-unneeded);
 # report.py --weak says what each must give (WORK/weak.md).  First, `make
 # install` of the series' ftrace selftests must pass without KDIR, and fail
-# with stock's lib.mk.  Default: all six; --weak "" runs none; --forms ""
+# with stock's lib.mk.  Default: all of them; --weak "" runs none; --forms ""
 # runs only them.  --arch aarch64: kernel-e2e's aarch64 pair, --weak alone
 # (busybox userland); WORK gets -aarch64 appended.
 # --module-tests-only FORM...: in those forms ftracetest runs only its
@@ -71,7 +72,7 @@ cache=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}
 work=$cache/kernel-selftests
 forms="stock stock-stripped processed unchecked stripped"
 suites="preload ftrace livepatch probes"
-jobs=1 report_only=0 build=1 subset_forms='' weak="stock lookup stock-processed series unsupported unresolved" arch=x86_64
+jobs=1 report_only=0 build=1 subset_forms='' weak=default arch=x86_64
 # The ftracetest cases that load modules (modprobe of the sample modules).
 MODULE_TESTS="test.d/ftrace/func_mod_trace.tc test.d/kprobe/kprobe_module.tc test.d/event/event-mod.tc
  test.d/event/trace_printk.tc test.d/dynevent/add_remove_fprobe_module.tc
@@ -92,6 +93,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$arch" = x86_64 ] || { work=$work-$arch; forms=''; }
+[ "$weak" != default ] || { weak="stock lookup stock-processed series unsupported unresolved"
+    [ "$arch" = x86_64 ] || weak+=" series-stripped"; }
 work=$(work_dir "$work" "") || die "cannot make $work"
 # weak_report: report.py's judgement of the --weak boots there are.
 weak_report() {
@@ -287,6 +290,10 @@ weak_boot() { # CASE: boot it into WORK/boots/weak-CASE (report.py --weak judges
             python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not (r["entries"] == 3 and r["weak"] == 1))' \
                 "$d.tool.json" || die "the tool did not zero 1 of 3 entries of test_ftrace_weak.ko: $(cat "$d.tool.json")";;
         unsupported) weak_tree stock "$d";;
+        series-stripped) # patch 4 must leave a module stripped so alone (no .modinfo symbols)
+            [ "$arch" != x86_64 ] || die "series-stripped: x86 runs patch 3, the kernel's own rule, as stock does"
+            rm -rf "$d"; cp -r "$work/weak-series" "$d"
+            llvm-objcopy --strip-unneeded "$d/test_modules/test_ftrace_weak.ko" || die "llvm-objcopy failed";;
         unresolved)
             rm -rf "$d"; cp -r "$work/weak-series" "$d"
             head -c 4096 "$work/weak-series/test_modules/test_ftrace_weak.ko" > "$d/test_modules/test_ftrace_weak.ko";;
@@ -322,9 +329,9 @@ install_check() {
 if [ -n "$weak" ]; then
     [ "$arch" != x86_64 ] || install_check
     case " $weak " in *" stock"*|*" lookup "*|*" unsupported "*) weak_tree stock;; esac
-    case " $weak " in *" series "*|*" unresolved "*) weak_tree series;; esac
+    case " $weak " in *" series"*|*" unresolved "*) weak_tree series;; esac
     for c in $weak; do
-        case "$c" in stock|lookup|stock-processed|series|unsupported|unresolved) ;; *) die "unknown --weak case $c";; esac
+        case "$c" in stock|lookup|stock-processed|series|series-stripped|unsupported|unresolved) ;; *) die "unknown --weak case $c";; esac
         weak_boot "$c"
     done
 fi
