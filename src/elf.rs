@@ -197,6 +197,10 @@ impl Mapping {
     /// Whether kallsyms skips `name` (NUL-terminated, or the table's end).
     #[must_use]
     pub fn skips(self, name: &[u8]) -> bool {
+        // Most names start with none of the three: one test says so.
+        if !matches!(name.first(), Some(b'.' | b'L' | b'$')) {
+            return false;
+        }
         let at = |i: usize| name.get(i).copied().unwrap_or(0);
         match self {
             Mapping::Arm => {
@@ -709,6 +713,7 @@ fn entries<Elf: FileHeader<Endian = Endianness>>(
     // Compilers emit callsites in address order; only when they are not
     // does finding two relocations on one word need a sort.
     let mut ascending = true;
+    let mut resolved = Resolved::default();
     for (i, r) in relocs.enumerate() {
         let r_offset = r.offset;
         if r_offset >= cs.size || cs.size - r_offset < word {
@@ -737,9 +742,9 @@ fn entries<Elf: FileHeader<Endian = Endianness>>(
                 // The x86_64 loader refuses to relocate a non-zero word; we
                 // do not guess what such a module means.
                 Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
-                Some(a) => resolve(symtab, info, r.r_sym, a),
+                Some(a) => resolved.get(symtab, info, r.r_sym).place(info, a),
                 // REL: the addend is the word itself, read as signed.
-                None => resolve(symtab, info, r.r_sym, info.signed_word(word_value)),
+                None => resolved.get(symtab, info, r.r_sym).place(info, info.signed_word(word_value)),
             }
         };
         if let Some(prev) = entries.last() {
@@ -753,52 +758,94 @@ fn entries<Elf: FileHeader<Endian = Endianness>>(
     Ok(entries)
 }
 
-/// Resolve `symbol + addend` to a section offset, or say why not.
-fn resolve<Elf: FileHeader<Endian = Endianness>>(
+/// The last relocation symbol resolved: callsite relocations name the
+/// same few symbols (the section symbol of `.text`, mostly) thousands of
+/// times, and what a symbol resolves to does not depend on the addend.
+#[derive(Default)]
+struct Resolved {
+    last: Option<(u32, Base)>,
+}
+
+/// A relocation symbol's section and value, or why it cannot be a
+/// callsite's.
+type Base = Result<(usize, i64), Target>;
+
+impl Resolved {
+    fn get<Elf: FileHeader<Endian = Endianness>>(
+        &mut self,
+        symtab: &SymbolTable<'_, Elf>,
+        info: &ElfInfo,
+        r_sym: u32,
+    ) -> &Base {
+        if self.last.as_ref().is_none_or(|(s, _)| *s != r_sym) {
+            self.last = Some((r_sym, resolve_symbol(symtab, info, r_sym)));
+        }
+        &self.last.as_ref().expect("just set").1
+    }
+}
+
+/// Where `symbol + addend` lands, given what the symbol resolved to.
+trait Place {
+    fn place(&self, info: &ElfInfo, addend: i64) -> Target;
+}
+
+impl Place for Base {
+    fn place(&self, info: &ElfInfo, addend: i64) -> Target {
+        let &(section, value) = match self {
+            Ok(at) => at,
+            Err(odd) => return odd.clone(),
+        };
+        let target = &info.sections[section];
+        let offset = i128::from(value) + i128::from(addend);
+        match u64::try_from(offset) {
+            Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
+            _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),
+        }
+    }
+}
+
+/// Resolve a relocation's symbol to a section and value (signed, as the
+/// addend is added to it), or say why it cannot be a callsite's.
+fn resolve_symbol<Elf: FileHeader<Endian = Endianness>>(
     symtab: &SymbolTable<'_, Elf>,
     info: &ElfInfo,
     r_sym: u32,
-    addend: i64,
-) -> Target {
+) -> Base {
     let endian = info.endian();
     if r_sym == 0 {
-        return Target::odd(Odd::NullSymbol);
+        return Err(Target::odd(Odd::NullSymbol));
     }
     let index = object::SymbolIndex(r_sym as usize);
     let Ok(sym) = symtab.symbol(index) else {
-        return Target::odd(Odd::SymbolOutOfRange { symbol: r_sym });
+        return Err(Target::odd(Odd::SymbolOutOfRange { symbol: r_sym }));
     };
     let shndx = sym.st_shndx(endian);
     match shndx {
-        elf::SHN_UNDEF => return Target::odd(Odd::Undefined),
-        elf::SHN_ABS => return Target::odd(Odd::Absolute),
-        elf::SHN_COMMON => return Target::odd(Odd::Common),
+        elf::SHN_UNDEF => return Err(Target::odd(Odd::Undefined)),
+        elf::SHN_ABS => return Err(Target::odd(Odd::Absolute)),
+        elf::SHN_COMMON => return Err(Target::odd(Odd::Common)),
         _ => {}
     }
     if sym.st_bind() == elf::STB_WEAK {
-        return Target::odd(Odd::Weak);
+        return Err(Target::odd(Odd::Weak));
     }
     let section = match symtab.symbol_section(endian, sym, index) {
         Ok(Some(s)) => s.0,
-        _ => return Target::odd(Odd::NoSectionIndex { symbol: r_sym, shndx }),
+        _ => return Err(Target::odd(Odd::NoSectionIndex { symbol: r_sym, shndx })),
     };
     let Some(target) = info.sections.get(section) else {
-        return Target::odd(Odd::NoSuchSection { symbol: r_sym, section });
+        return Err(Target::odd(Odd::NoSuchSection { symbol: r_sym, section }));
     };
     if !target.is_alloc_exec() {
-        return Target::odd(Odd::NotCode { section: target.name.clone() });
+        return Err(Target::odd(Odd::NotCode { section: target.name.clone() }));
     }
     // Code has bytes in the file; this also bounds offsets by the file size,
     // so the per-arch adjust cannot overflow.
     if target.sh_type == elf::SHT_NOBITS {
-        return Target::odd(Odd::NoBits { section: target.name.clone() });
+        return Err(Target::odd(Odd::NoBits { section: target.name.clone() }));
     }
     let value: u64 = sym.st_value(endian).into();
-    let offset = i128::from(i64::from_ne_bytes(value.to_ne_bytes())) + i128::from(addend);
-    match u64::try_from(offset) {
-        Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
-        _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),
-    }
+    Ok((section, i64::from_ne_bytes(value.to_ne_bytes())))
 }
 
 /// The symbols `find_kallsyms_symbol()` considers, restricted to those in
@@ -809,37 +856,91 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
     strings: &[u8],
     mapping: Mapping,
 ) -> Result<(Vec<LookupSymbol>, usize), Error> {
-    let endian = info.endian();
-    let mut out = Vec::with_capacity(symtab.len());
-    let mut local_functions = 0;
-    for (index, sym) in symtab.enumerate().skip(1) {
-        if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
-            local_functions += 1;
+    use object::{BigEndian, LittleEndian, elf::Sym32, elf::Sym64};
+    // Symbols past SHN_LORESERVE name their section in SHT_SYMTAB_SHNDX.
+    let xindex = |index: usize| {
+        let sym = symtab.symbol(object::SymbolIndex(index)).ok()?;
+        symtab.symbol_section(info.endian(), sym, object::SymbolIndex(index)).ok().flatten().map(|s| s.0)
+    };
+    let exec: Vec<bool> = info.sections.iter().map(Section::is_alloc_exec).collect();
+    let walk = Walk { exec: &exec, strings, mapping };
+    // The same bytes, read as symbols of a byte order known at compile
+    // time: the walk then tests no byte order per field. Aligned as
+    // `object` checked them, since the types differ in that order only.
+    let bytes = object::pod::bytes_of_slice(symtab.symbols());
+    let cast = |_| malformed("symbol table");
+    match (info.is_64, info.big_endian) {
+        (true, false) => walk.run(
+            object::pod::slice_from_all_bytes::<Sym64<LittleEndian>>(bytes).map_err(cast)?,
+            LittleEndian,
+            xindex,
+        ),
+        (true, true) => {
+            walk.run(object::pod::slice_from_all_bytes::<Sym64<BigEndian>>(bytes).map_err(cast)?, BigEndian, xindex)
         }
-        let shndx = sym.st_shndx(endian);
-        if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
-            continue;
-        }
-        let name = sym.st_name(endian);
-        let Some(head) = strings.get(name as usize..).filter(|h| !h.is_empty()) else {
-            return Err(malformed(format!("symbol {} has a bad name offset", index.0)));
-        };
-        // The table ends with a NUL, so the first three bytes decide.
-        let head = &head[..head.len().min(3)];
-        if head[0] == 0 || mapping.skips(head) {
-            continue;
-        }
-        let section = match symtab.symbol_section(endian, sym, index) {
-            Ok(Some(s)) => s.0,
-            _ => continue,
-        };
-        if info.sections.get(section).is_some_and(Section::is_alloc_exec) {
-            let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
-            let value = sym.st_value(endian).into();
-            out.push(LookupSymbol { section: section as u32, value, name, size });
+        (false, false) => walk.run(
+            object::pod::slice_from_all_bytes::<Sym32<LittleEndian>>(bytes).map_err(cast)?,
+            LittleEndian,
+            xindex,
+        ),
+        (false, true) => {
+            walk.run(object::pod::slice_from_all_bytes::<Sym32<BigEndian>>(bytes).map_err(cast)?, BigEndian, xindex)
         }
     }
-    Ok((out, local_functions))
+}
+
+/// One pass over the symbol table for [`lookup_symbols`].
+struct Walk<'w> {
+    /// By section index: allocated executable code.
+    exec: &'w [bool],
+    strings: &'w [u8],
+    mapping: Mapping,
+}
+
+impl Walk<'_> {
+    fn run<S: Sym>(
+        &self,
+        symbols: &[S],
+        endian: S::Endian,
+        xindex: impl Fn(usize) -> Option<usize>,
+    ) -> Result<(Vec<LookupSymbol>, usize), Error> {
+        let mut out = Vec::with_capacity(symbols.len());
+        let mut local_functions = 0;
+        for (index, sym) in symbols.iter().enumerate().skip(1) {
+            if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
+                local_functions += 1;
+            }
+            let shndx = sym.st_shndx(endian);
+            if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
+                continue;
+            }
+            let name = sym.st_name(endian);
+            if name as usize >= self.strings.len() {
+                return Err(malformed(format!("symbol {index} has a bad name offset")));
+            }
+            let section = if shndx == elf::SHN_XINDEX {
+                match xindex(index) {
+                    Some(s) => s,
+                    None => continue,
+                }
+            } else {
+                usize::from(shndx)
+            };
+            // Outside code: skipped whatever its name, which is not read.
+            if self.exec.get(section) != Some(&true) {
+                continue;
+            }
+            // The table ends with a NUL, so the first three bytes decide.
+            let head = &self.strings[name as usize..];
+            let head = &head[..head.len().min(3)];
+            if head[0] != 0 && !self.mapping.skips(head) {
+                let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
+                let value = sym.st_value(endian).into();
+                out.push(LookupSymbol { section: section as u32, value, name, size });
+            }
+        }
+        Ok((out, local_functions))
+    }
 }
 
 /// The symbol table's string table, which must end with a NUL so that
