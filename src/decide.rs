@@ -68,70 +68,132 @@ struct Sorted {
 /// override can ask for it) goes to the sorted symbols.
 const MAX_PROBES: u64 = 32;
 
-/// The distinct (section, value) pairs of the symbols, packed into one
-/// `u64` each (section + 1 in the top 16 bits, so no key is 0) in an
-/// open-addressing table. Built only when every symbol packs; otherwise
-/// the sorted symbols answer.
+/// The distinct (section, value) pairs of the symbols in an
+/// open-addressing table, each packed into one integer: section + 1 in the
+/// top bits (so no key is 0), the value below. Four bytes a slot where
+/// every section index is below 255 and every value below 16 MiB (sid's
+/// amdgpu.ko: a 256 KiB table, 64 pages), eight where the section is below
+/// 0xffff and the value below 2^48; otherwise no table, and the sorted
+/// symbols answer.
 #[derive(Debug, Clone)]
-struct Addresses {
-    slots: Vec<u64>,
-    shift: u32,
+enum Addresses {
+    Narrow(Table<u32>),
+    Wide(Table<u64>),
 }
 
 impl Addresses {
-    /// No symbol packs to 0, so a zeroed table is empty: the allocator
-    /// hands it out without writing it.
-    const EMPTY: u64 = 0;
-
-    #[inline]
-    fn pack(section: u32, value: u64) -> Option<u64> {
-        (section < 0xffff && value >> 48 == 0).then(|| (u64::from(section + 1) << 48) | value)
+    fn new(symbols: &[LookupSymbol]) -> Option<Addresses> {
+        Table::new(symbols).map(Addresses::Narrow).or_else(|| Table::new(symbols).map(Addresses::Wide))
     }
 
-    fn new(symbols: &[LookupSymbol]) -> Option<Addresses> {
+    #[inline]
+    fn any(&self, section: u32, low: u64, high: u64) -> bool {
+        match self {
+            Addresses::Narrow(t) => t.any(section, low, high),
+            Addresses::Wide(t) => t.any(section, low, high),
+        }
+    }
+}
+
+/// A slot of [`Table`]: an unsigned integer of `BITS` bits, the low
+/// `VALUE_BITS` of them the value.
+trait Slot: Copy + Eq + Default + std::fmt::Debug {
+    const BITS: u32;
+    const VALUE_BITS: u32;
+    /// `key` fits: [`Table::pack`] checked it.
+    fn from_key(key: u64) -> Self;
+}
+
+impl Slot for u32 {
+    const BITS: u32 = 32;
+    const VALUE_BITS: u32 = 24;
+    fn from_key(key: u64) -> Self {
+        key as u32
+    }
+}
+
+impl Slot for u64 {
+    const BITS: u32 = 64;
+    const VALUE_BITS: u32 = 48;
+    fn from_key(key: u64) -> Self {
+        key
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Table<K> {
+    slots: Vec<K>,
+    shift: u32,
+}
+
+impl<K: Slot> Table<K> {
+    /// The packed key, if `section` and `value` fit.
+    #[inline]
+    fn pack(section: u32, value: u64) -> Option<u64> {
+        let sections = 1u64 << (K::BITS - K::VALUE_BITS);
+        (u64::from(section) + 1 < sections && value >> K::VALUE_BITS == 0)
+            .then(|| ((u64::from(section) + 1) << K::VALUE_BITS) | value)
+    }
+
+    fn new(symbols: &[LookupSymbol]) -> Option<Table<K>> {
         // At most two thirds full, so a probe for an absent address ends
         // after a few slots.
         let size = (symbols.len() + symbols.len() / 2).next_power_of_two().max(16);
-        let mut set = Addresses { slots: vec![Self::EMPTY; size], shift: 64 - size.trailing_zeros() };
+        let mut table = Table { slots: vec![K::default(); size], shift: 64 - size.trailing_zeros() };
         // A zeroed allocation may be fresh pages that the kernel maps on
         // the first touch: a read maps its shared zero page and the write
         // that follows faults again. One write per page first, and each
-        // page faults once (128 faults fewer for amdgpu.ko's 512 KiB).
-        for slot in set.slots.iter_mut().step_by(4096 / std::mem::size_of::<u64>()) {
-            *slot = Self::EMPTY;
+        // page faults once.
+        for slot in table.slots.iter_mut().step_by(4096 / std::mem::size_of::<K>()) {
+            *slot = K::default();
         }
+        let mask = size - 1;
         for s in symbols {
             let key = Self::pack(s.section, s.value)?;
-            let mut i = set.slot(key);
-            while set.slots[i] != key {
-                if set.slots[i] == Self::EMPTY {
-                    set.slots[i] = key;
+            let (slot, mut i) = (K::from_key(key), Self::hash(key, table.shift));
+            loop {
+                let at = &mut table.slots[i & mask];
+                if *at == slot {
                     break;
                 }
-                i = (i + 1) & (set.slots.len() - 1);
+                if *at == K::default() {
+                    *at = slot;
+                    break;
+                }
+                i += 1;
             }
         }
-        Some(set)
+        Some(table)
     }
 
     /// Fibonacci hashing: neighbouring addresses land far apart.
     #[inline]
-    fn slot(&self, key: u64) -> usize {
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    fn hash(key: u64, shift: u32) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
     }
 
+    /// Whether a symbol of `section` lies at `low..=high`.
     #[inline]
-    fn contains(&self, section: u32, value: u64) -> bool {
+    fn any(&self, section: u32, low: u64, high: u64) -> bool {
+        let mask = self.slots.len() - 1;
+        let mut value = low;
         // Every symbol packed: an address that does not is no symbol's.
-        let Some(key) = Self::pack(section, value) else { return false };
-        let mut i = self.slot(key);
-        loop {
-            match self.slots[i] {
-                k if k == key => return true,
-                Self::EMPTY => return false,
-                _ => i = (i + 1) & (self.slots.len() - 1),
+        // Values only grow, so once one does not pack none after it does.
+        while let Some(key) = Self::pack(section, value) {
+            let (slot, mut i) = (K::from_key(key), Self::hash(key, self.shift));
+            loop {
+                match self.slots[i & mask] {
+                    k if k == slot => return true,
+                    k if k == K::default() => break,
+                    _ => i += 1,
+                }
             }
+            if value >= high {
+                break;
+            }
+            value += 1;
         }
+        false
     }
 }
 
@@ -235,7 +297,7 @@ impl<'a> SymbolIndex<'a> {
     pub fn any_within(&self, section: u32, low: u64, high: u64) -> bool {
         let set = self.addresses.get_or_init(|| Addresses::new(&self.symbols));
         match set {
-            Some(set) if high.saturating_sub(low) < MAX_PROBES => (low..=high).any(|v| set.contains(section, v)),
+            Some(set) if high.saturating_sub(low) < MAX_PROBES => set.any(section, low, high),
             _ => self.at_or_below(section, high).is_some_and(|s| s.value >= low),
         }
     }
