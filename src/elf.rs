@@ -14,10 +14,10 @@
     reason = "section indices come from 16- or 32-bit ELF fields, and offsets were checked against the file, a slice in memory"
 )]
 
-use object::elf::{self, FileHeader32, FileHeader64};
+use object::elf::{self, FileHeader32, FileHeader64, Rel32, Rel64, Rela32, Rela64, Sym32, Sym64};
 use object::read::StringTable;
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
-use object::{Endian as _, Endianness, ReadRef as _};
+use object::{BigEndian as Be, Endian as _, Endianness, LittleEndian as Le, ReadRef as _};
 
 use crate::error::Error;
 
@@ -693,7 +693,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     let bad = |e: object::read::Error| malformed(format!("{}: {e}", rs.name));
     // As for the symbols: the relocations read in a byte order fixed at
     // compile time, the same bytes cast.
-    let cast = |_| malformed(format!("{}: relocations", rs.name));
+    let cast = |()| malformed(format!("{}: relocations", rs.name));
     let site = Site { info, symtab: &symtab, rs, cs, words, abs_type: shape.abs_type };
     macro_rules! rela {
         ($t:ty, $e:expr) => {{
@@ -725,8 +725,6 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
             )?
         }};
     }
-    use object::elf::{Rel32, Rel64, Rela32, Rela64};
-    use object::{BigEndian as Be, LittleEndian as Le};
     let entries = match (shape.rela, info.is_64, info.big_endian) {
         (true, true, false) => rela!(Rela64<Le>, Le),
         (true, true, true) => rela!(Rela64<Be>, Be),
@@ -923,7 +921,6 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
     strings: &[u8],
     mapping: Mapping,
 ) -> Result<(Vec<LookupSymbol>, usize), Error> {
-    use object::{BigEndian, LittleEndian, elf::Sym32, elf::Sym64};
     // Symbols past SHN_LORESERVE name their section in SHT_SYMTAB_SHNDX.
     let xindex = |index: usize| {
         let sym = symtab.symbol(object::SymbolIndex(index)).ok()?;
@@ -935,24 +932,12 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
     // time: the walk then tests no byte order per field. Aligned as
     // `object` checked them, since the types differ in that order only.
     let bytes = object::pod::bytes_of_slice(symtab.symbols());
-    let cast = |_| malformed("symbol table");
+    let cast = |()| malformed("symbol table");
     match (info.is_64, info.big_endian) {
-        (true, false) => walk.run(
-            object::pod::slice_from_all_bytes::<Sym64<LittleEndian>>(bytes).map_err(cast)?,
-            LittleEndian,
-            xindex,
-        ),
-        (true, true) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym64<BigEndian>>(bytes).map_err(cast)?, BigEndian, xindex)
-        }
-        (false, false) => walk.run(
-            object::pod::slice_from_all_bytes::<Sym32<LittleEndian>>(bytes).map_err(cast)?,
-            LittleEndian,
-            xindex,
-        ),
-        (false, true) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym32<BigEndian>>(bytes).map_err(cast)?, BigEndian, xindex)
-        }
+        (true, false) => walk.run(object::pod::slice_from_all_bytes::<Sym64<Le>>(bytes).map_err(cast)?, Le, xindex),
+        (true, true) => walk.run(object::pod::slice_from_all_bytes::<Sym64<Be>>(bytes).map_err(cast)?, Be, xindex),
+        (false, false) => walk.run(object::pod::slice_from_all_bytes::<Sym32<Le>>(bytes).map_err(cast)?, Le, xindex),
+        (false, true) => walk.run(object::pod::slice_from_all_bytes::<Sym32<Be>>(bytes).map_err(cast)?, Be, xindex),
     }
 }
 
