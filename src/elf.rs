@@ -14,10 +14,10 @@
     reason = "section indices come from 16- or 32-bit ELF fields, and offsets were checked against the file, a slice in memory"
 )]
 
-use object::elf::{self, FileHeader32, FileHeader64};
+use object::elf::{self, FileHeader32, FileHeader64, Rel32, Rel64, Rela32, Rela64, Sym32, Sym64};
 use object::read::StringTable;
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
-use object::{Endian as _, Endianness, ReadRef as _};
+use object::{BigEndian as Be, Endian as _, Endianness, LittleEndian as Le, ReadRef as _};
 
 use crate::error::Error;
 
@@ -197,6 +197,10 @@ impl Mapping {
     /// Whether kallsyms skips `name` (NUL-terminated, or the table's end).
     #[must_use]
     pub fn skips(self, name: &[u8]) -> bool {
+        // Most names start with none of the three: one test says so.
+        if !matches!(name.first(), Some(b'.' | b'L' | b'$')) {
+            return false;
+        }
         let at = |i: usize| name.get(i).copied().unwrap_or(0);
         match self {
             Mapping::Arm => {
@@ -525,9 +529,41 @@ pub fn modinfo_strings(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
 /// `vermagic=RELEASE SMP preempt mod_unload ...`.
 fn vermagic(data: &[u8], sections: &[Section]) -> Option<String> {
     let s = sections.iter().find(|s| s.name == ".modinfo")?;
-    modinfo_strings(s.bytes(data))
-        .find_map(|(_, kv)| kv.strip_prefix(b"vermagic="))
-        .map(|v| String::from_utf8_lossy(v).into_owned())
+    vermagic_in(s.bytes(data))
+}
+
+fn vermagic_in(bytes: &[u8]) -> Option<String> {
+    // The first string that starts with the key: at the start, or after a
+    // NUL. amdgpu.ko's .modinfo is 48 KiB of PCI aliases.
+    let mut start = 0;
+    loop {
+        let tail = &bytes[start..];
+        let end = next_nul(tail);
+        if let Some(v) = tail[..end].strip_prefix(b"vermagic=") {
+            return Some(String::from_utf8_lossy(v).into_owned());
+        }
+        start += end + 1;
+        if start > bytes.len() {
+            return None;
+        }
+    }
+}
+
+/// Where the first NUL of `bytes` is (its length if it has none), eight
+/// bytes a step: a word has a zero byte exactly when
+/// `(w - 0x01..01) & !w & 0x80..80` is not 0.
+fn next_nul(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let w = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+        if w.wrapping_sub(ONES) & !w & HIGHS != 0 {
+            break;
+        }
+        at += 8;
+    }
+    at + bytes[at..].iter().position(|&b| b == 0).unwrap_or(bytes.len() - at)
 }
 
 /// Which relocation section applies to the callsite table.
@@ -655,36 +691,49 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     let words = cs.bytes(data);
     let header = table.section(object::SectionIndex(reloc_section)).map_err(malformed)?;
     let bad = |e: object::read::Error| malformed(format!("{}: {e}", rs.name));
-    let entries = if shape.rela {
-        let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
-        entries(
-            info,
-            &symtab,
-            (rs, cs),
-            words,
-            shape.abs_type,
-            relocs.iter().map(|r| RawReloc {
-                offset: r.r_offset(endian).into(),
-                r_type: r.r_type(endian, false),
-                r_sym: r.r_sym(endian, false),
-                addend: Some(r.r_addend(endian).into()),
-            }),
-        )?
-    } else {
-        let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
-        entries(
-            info,
-            &symtab,
-            (rs, cs),
-            words,
-            shape.abs_type,
-            relocs.iter().map(|r| RawReloc {
-                offset: r.r_offset(endian).into(),
-                r_type: r.r_type(endian),
-                r_sym: r.r_sym(endian),
-                addend: None,
-            }),
-        )?
+    // As for the symbols: the relocations read in a byte order fixed at
+    // compile time, the same bytes cast.
+    let cast = |()| malformed(format!("{}: relocations", rs.name));
+    let site = Site { info, symtab: &symtab, rs, cs, words, abs_type: shape.abs_type };
+    macro_rules! rela {
+        ($t:ty, $e:expr) => {{
+            let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+            let relocs = object::pod::slice_from_all_bytes::<$t>(object::pod::bytes_of_slice(relocs)).map_err(cast)?;
+            site.entries(
+                $e,
+                relocs.iter().map(|r| RawReloc {
+                    offset: Rela::r_offset(r, $e).into(),
+                    r_type: Rela::r_type(r, $e, false),
+                    r_sym: Rela::r_sym(r, $e, false),
+                    addend: Some(Rela::r_addend(r, $e).into()),
+                }),
+            )?
+        }};
+    }
+    macro_rules! rel {
+        ($t:ty, $e:expr) => {{
+            let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+            let relocs = object::pod::slice_from_all_bytes::<$t>(object::pod::bytes_of_slice(relocs)).map_err(cast)?;
+            site.entries(
+                $e,
+                relocs.iter().map(|r| RawReloc {
+                    offset: Rel::r_offset(r, $e).into(),
+                    r_type: Rel::r_type(r, $e),
+                    r_sym: Rel::r_sym(r, $e),
+                    addend: None,
+                }),
+            )?
+        }};
+    }
+    let entries = match (shape.rela, info.is_64, info.big_endian) {
+        (true, true, false) => rela!(Rela64<Le>, Le),
+        (true, true, true) => rela!(Rela64<Be>, Be),
+        (true, false, false) => rela!(Rela32<Le>, Le),
+        (true, false, true) => rela!(Rela32<Be>, Be),
+        (false, true, false) => rel!(Rel64<Le>, Le),
+        (false, true, true) => rel!(Rel64<Be>, Be),
+        (false, false, false) => rel!(Rel32<Le>, Le),
+        (false, false, true) => rel!(Rel32<Be>, Be),
     };
     let entsize = reloc_entsize::<Elf>(shape);
     Ok(Extraction::Table(Extracted {
@@ -695,110 +744,173 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     }))
 }
 
-/// The callsite entries: one per relocation, with where it points.
-fn entries<Elf: FileHeader<Endian = Endianness>>(
-    info: &ElfInfo,
-    symtab: &SymbolTable<'_, Elf>,
-    (rs, cs): (&Section, &Section),
-    words: &[u8],
+/// The callsite table, its relocation section and what reading its
+/// entries needs.
+struct Site<'s, 'd, Elf: FileHeader<Endian = Endianness>> {
+    info: &'s ElfInfo,
+    symtab: &'s SymbolTable<'d, Elf>,
+    rs: &'s Section,
+    cs: &'s Section,
+    /// The callsite table's bytes.
+    words: &'s [u8],
     abs_type: u32,
-    relocs: impl ExactSizeIterator<Item = RawReloc>,
-) -> Result<Vec<Entry>, Error> {
-    let word = info.word_size();
-    let mut entries: Vec<Entry> = Vec::with_capacity(relocs.len());
-    // Compilers emit callsites in address order; only when they are not
-    // does finding two relocations on one word need a sort.
-    let mut ascending = true;
-    for (i, r) in relocs.enumerate() {
-        let r_offset = r.offset;
-        if r_offset >= cs.size || cs.size - r_offset < word {
-            return Err(malformed(format!(
-                "relocation {i} of {} writes at {r_offset:#x}, past the end of {} ({:#x} bytes)",
-                rs.name, cs.name, cs.size
-            )));
-        }
-        if r.r_sym as usize >= symtab.len() {
-            return Err(malformed(format!(
-                "relocation {i} of {} refers to symbol {}, but {} has {} symbols",
-                rs.name,
-                r.r_sym,
-                info.sections[rs.link as usize].name,
-                symtab.len()
-            )));
-        }
-        let target = if r_offset % word != 0 {
-            Target::odd(Odd::Unaligned { offset: r_offset })
-        } else if r.r_type != abs_type {
-            Target::odd(Odd::RelocType { r_type: r.r_type, abs_type })
-        } else {
-            let at = usize::try_from(r_offset).map_err(malformed)?;
-            let word_value = info.read_word(&words[at..at + word as usize]);
-            match r.addend {
-                // The x86_64 loader refuses to relocate a non-zero word; we
-                // do not guess what such a module means.
-                Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
-                Some(a) => resolve(symtab, info, r.r_sym, a),
-                // REL: the addend is the word itself, read as signed.
-                None => resolve(symtab, info, r.r_sym, info.signed_word(word_value)),
-            }
-        };
-        if let Some(prev) = entries.last() {
-            ascending &= prev.word_offset / word < r_offset / word;
-        }
-        entries.push(Entry { reloc: i, word_offset: r_offset, target });
-    }
-    if !ascending {
-        mark_shared_words(&mut entries, word);
-    }
-    Ok(entries)
 }
 
-/// Resolve `symbol + addend` to a section offset, or say why not.
-fn resolve<Elf: FileHeader<Endian = Endianness>>(
+impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
+    /// The callsite entries: one per relocation, with where it points.
+    /// `endian` is the module's byte order, fixed at compile time.
+    fn entries<E: object::Endian>(
+        &self,
+        endian: E,
+        relocs: impl ExactSizeIterator<Item = RawReloc>,
+    ) -> Result<Vec<Entry>, Error> {
+        let Site { info, symtab, rs, cs, words, abs_type } = *self;
+        let word = info.word_size();
+        let mut entries: Vec<Entry> = Vec::with_capacity(relocs.len());
+        // Compilers emit callsites in address order; only when they are not
+        // does finding two relocations on one word need a sort.
+        let mut ascending = true;
+        let mut resolved = Resolved::default();
+        for (i, r) in relocs.enumerate() {
+            let r_offset = r.offset;
+            if r_offset >= cs.size || cs.size - r_offset < word {
+                return Err(malformed(format!(
+                    "relocation {i} of {} writes at {r_offset:#x}, past the end of {} ({:#x} bytes)",
+                    rs.name, cs.name, cs.size
+                )));
+            }
+            if r.r_sym as usize >= symtab.len() {
+                return Err(malformed(format!(
+                    "relocation {i} of {} refers to symbol {}, but {} has {} symbols",
+                    rs.name,
+                    r.r_sym,
+                    info.sections[rs.link as usize].name,
+                    symtab.len()
+                )));
+            }
+            let target = if r_offset & (word - 1) != 0 {
+                Target::odd(Odd::Unaligned { offset: r_offset })
+            } else if r.r_type != abs_type {
+                Target::odd(Odd::RelocType { r_type: r.r_type, abs_type })
+            } else {
+                let at = usize::try_from(r_offset).map_err(malformed)?;
+                let bytes = &words[at..at + word as usize];
+                let word_value = match bytes.try_into() {
+                    Ok(b) => endian.read_u64_bytes(b),
+                    Err(_) => bytes.try_into().map_or(0, |b| u64::from(endian.read_u32_bytes(b))),
+                };
+                match r.addend {
+                    // The x86_64 loader refuses to relocate a non-zero word; we
+                    // do not guess what such a module means.
+                    Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
+                    Some(a) => resolved.get(symtab, info, r.r_sym).place(info, a),
+                    // REL: the addend is the word itself, read as signed.
+                    None => resolved.get(symtab, info, r.r_sym).place(info, info.signed_word(word_value)),
+                }
+            };
+            if let Some(prev) = entries.last() {
+                // word is 4 or 8: a shift, not a division.
+                ascending &= prev.word_offset >> word.trailing_zeros() < r_offset >> word.trailing_zeros();
+            }
+            entries.push(Entry { reloc: i, word_offset: r_offset, target });
+        }
+        if !ascending {
+            mark_shared_words(&mut entries, word);
+        }
+        Ok(entries)
+    }
+}
+
+/// The last relocation symbol resolved: callsite relocations name the
+/// same few symbols (the section symbol of `.text`, mostly) thousands of
+/// times, and what a symbol resolves to does not depend on the addend.
+#[derive(Default)]
+struct Resolved {
+    last: Option<(u32, Base)>,
+}
+
+/// A relocation symbol's section and value, or why it cannot be a
+/// callsite's.
+type Base = Result<(usize, i64), Target>;
+
+impl Resolved {
+    #[inline]
+    fn get<Elf: FileHeader<Endian = Endianness>>(
+        &mut self,
+        symtab: &SymbolTable<'_, Elf>,
+        info: &ElfInfo,
+        r_sym: u32,
+    ) -> &Base {
+        if self.last.as_ref().is_none_or(|(s, _)| *s != r_sym) {
+            self.last = Some((r_sym, resolve_symbol(symtab, info, r_sym)));
+        }
+        &self.last.as_ref().expect("just set").1
+    }
+}
+
+/// Where `symbol + addend` lands, given what the symbol resolved to.
+trait Place {
+    fn place(&self, info: &ElfInfo, addend: i64) -> Target;
+}
+
+impl Place for Base {
+    #[inline]
+    fn place(&self, info: &ElfInfo, addend: i64) -> Target {
+        let &(section, value) = match self {
+            Ok(at) => at,
+            Err(odd) => return odd.clone(),
+        };
+        let target = &info.sections[section];
+        let offset = i128::from(value) + i128::from(addend);
+        match u64::try_from(offset) {
+            Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
+            _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),
+        }
+    }
+}
+
+/// Resolve a relocation's symbol to a section and value (signed, as the
+/// addend is added to it), or say why it cannot be a callsite's.
+fn resolve_symbol<Elf: FileHeader<Endian = Endianness>>(
     symtab: &SymbolTable<'_, Elf>,
     info: &ElfInfo,
     r_sym: u32,
-    addend: i64,
-) -> Target {
+) -> Base {
     let endian = info.endian();
     if r_sym == 0 {
-        return Target::odd(Odd::NullSymbol);
+        return Err(Target::odd(Odd::NullSymbol));
     }
     let index = object::SymbolIndex(r_sym as usize);
     let Ok(sym) = symtab.symbol(index) else {
-        return Target::odd(Odd::SymbolOutOfRange { symbol: r_sym });
+        return Err(Target::odd(Odd::SymbolOutOfRange { symbol: r_sym }));
     };
     let shndx = sym.st_shndx(endian);
     match shndx {
-        elf::SHN_UNDEF => return Target::odd(Odd::Undefined),
-        elf::SHN_ABS => return Target::odd(Odd::Absolute),
-        elf::SHN_COMMON => return Target::odd(Odd::Common),
+        elf::SHN_UNDEF => return Err(Target::odd(Odd::Undefined)),
+        elf::SHN_ABS => return Err(Target::odd(Odd::Absolute)),
+        elf::SHN_COMMON => return Err(Target::odd(Odd::Common)),
         _ => {}
     }
     if sym.st_bind() == elf::STB_WEAK {
-        return Target::odd(Odd::Weak);
+        return Err(Target::odd(Odd::Weak));
     }
     let section = match symtab.symbol_section(endian, sym, index) {
         Ok(Some(s)) => s.0,
-        _ => return Target::odd(Odd::NoSectionIndex { symbol: r_sym, shndx }),
+        _ => return Err(Target::odd(Odd::NoSectionIndex { symbol: r_sym, shndx })),
     };
     let Some(target) = info.sections.get(section) else {
-        return Target::odd(Odd::NoSuchSection { symbol: r_sym, section });
+        return Err(Target::odd(Odd::NoSuchSection { symbol: r_sym, section }));
     };
     if !target.is_alloc_exec() {
-        return Target::odd(Odd::NotCode { section: target.name.clone() });
+        return Err(Target::odd(Odd::NotCode { section: target.name.clone() }));
     }
     // Code has bytes in the file; this also bounds offsets by the file size,
     // so the per-arch adjust cannot overflow.
     if target.sh_type == elf::SHT_NOBITS {
-        return Target::odd(Odd::NoBits { section: target.name.clone() });
+        return Err(Target::odd(Odd::NoBits { section: target.name.clone() }));
     }
     let value: u64 = sym.st_value(endian).into();
-    let offset = i128::from(i64::from_ne_bytes(value.to_ne_bytes())) + i128::from(addend);
-    match u64::try_from(offset) {
-        Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
-        _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),
-    }
+    Ok((section, i64::from_ne_bytes(value.to_ne_bytes())))
 }
 
 /// The symbols `find_kallsyms_symbol()` considers, restricted to those in
@@ -809,37 +921,78 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
     strings: &[u8],
     mapping: Mapping,
 ) -> Result<(Vec<LookupSymbol>, usize), Error> {
-    let endian = info.endian();
-    let mut out = Vec::with_capacity(symtab.len());
-    let mut local_functions = 0;
-    for (index, sym) in symtab.enumerate().skip(1) {
-        if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
-            local_functions += 1;
-        }
-        let shndx = sym.st_shndx(endian);
-        if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
-            continue;
-        }
-        let name = sym.st_name(endian);
-        let Some(head) = strings.get(name as usize..).filter(|h| !h.is_empty()) else {
-            return Err(malformed(format!("symbol {} has a bad name offset", index.0)));
-        };
-        // The table ends with a NUL, so the first three bytes decide.
-        let head = &head[..head.len().min(3)];
-        if head[0] == 0 || mapping.skips(head) {
-            continue;
-        }
-        let section = match symtab.symbol_section(endian, sym, index) {
-            Ok(Some(s)) => s.0,
-            _ => continue,
-        };
-        if info.sections.get(section).is_some_and(Section::is_alloc_exec) {
-            let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
-            let value = sym.st_value(endian).into();
-            out.push(LookupSymbol { section: section as u32, value, name, size });
-        }
+    // Symbols past SHN_LORESERVE name their section in SHT_SYMTAB_SHNDX.
+    let xindex = |index: usize| {
+        let sym = symtab.symbol(object::SymbolIndex(index)).ok()?;
+        symtab.symbol_section(info.endian(), sym, object::SymbolIndex(index)).ok().flatten().map(|s| s.0)
+    };
+    let exec: Vec<bool> = info.sections.iter().map(Section::is_alloc_exec).collect();
+    let walk = Walk { exec: &exec, strings, mapping };
+    // The same bytes, read as symbols of a byte order known at compile
+    // time: the walk then tests no byte order per field. Aligned as
+    // `object` checked them, since the types differ in that order only.
+    let bytes = object::pod::bytes_of_slice(symtab.symbols());
+    let cast = |()| malformed("symbol table");
+    match (info.is_64, info.big_endian) {
+        (true, false) => walk.run(object::pod::slice_from_all_bytes::<Sym64<Le>>(bytes).map_err(cast)?, Le, xindex),
+        (true, true) => walk.run(object::pod::slice_from_all_bytes::<Sym64<Be>>(bytes).map_err(cast)?, Be, xindex),
+        (false, false) => walk.run(object::pod::slice_from_all_bytes::<Sym32<Le>>(bytes).map_err(cast)?, Le, xindex),
+        (false, true) => walk.run(object::pod::slice_from_all_bytes::<Sym32<Be>>(bytes).map_err(cast)?, Be, xindex),
     }
-    Ok((out, local_functions))
+}
+
+/// One pass over the symbol table for [`lookup_symbols`].
+struct Walk<'w> {
+    /// By section index: allocated executable code.
+    exec: &'w [bool],
+    strings: &'w [u8],
+    mapping: Mapping,
+}
+
+impl Walk<'_> {
+    fn run<S: Sym>(
+        &self,
+        symbols: &[S],
+        endian: S::Endian,
+        xindex: impl Fn(usize) -> Option<usize>,
+    ) -> Result<(Vec<LookupSymbol>, usize), Error> {
+        let mut out = Vec::with_capacity(symbols.len());
+        let mut local_functions = 0;
+        for (index, sym) in symbols.iter().enumerate().skip(1) {
+            if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
+                local_functions += 1;
+            }
+            let shndx = sym.st_shndx(endian);
+            if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
+                continue;
+            }
+            let name = sym.st_name(endian);
+            if name as usize >= self.strings.len() {
+                return Err(malformed(format!("symbol {index} has a bad name offset")));
+            }
+            let section = if shndx == elf::SHN_XINDEX {
+                match xindex(index) {
+                    Some(s) => s,
+                    None => continue,
+                }
+            } else {
+                usize::from(shndx)
+            };
+            // Outside code: skipped whatever its name, which is not read.
+            if self.exec.get(section) != Some(&true) {
+                continue;
+            }
+            // The table ends with a NUL, so the first three bytes decide.
+            let head = &self.strings[name as usize..];
+            let head = &head[..head.len().min(3)];
+            if head[0] != 0 && !self.mapping.skips(head) {
+                let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
+                let value = sym.st_value(endian).into();
+                out.push(LookupSymbol { section: section as u32, value, name, size });
+            }
+        }
+        Ok((out, local_functions))
+    }
 }
 
 /// The symbol table's string table, which must end with a NUL so that
@@ -868,11 +1021,12 @@ fn validate_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) ->
     for &w in written {
         let s = &info.sections[w];
         let Some((a0, a1)) = s.file_range() else { continue };
-        let clash = |what: &str, b0: u64, b1: u64| -> Result<(), Error> {
-            if a0 < b1 && b0 < a1 { Err(malformed(format!("section {} overlaps {what}", s.name))) } else { Ok(()) }
+        // `what` is a closure: the name is only written out for an error.
+        let clash = |what: &dyn Fn() -> String, b0: u64, b1: u64| -> Result<(), Error> {
+            if a0 < b1 && b0 < a1 { Err(malformed(format!("section {} overlaps {}", s.name, what()))) } else { Ok(()) }
         };
-        clash("the ELF header", 0, ehsize)?;
-        clash("the section header table", shtab.0, shtab.1)?;
+        clash(&|| "the ELF header".into(), 0, ehsize)?;
+        clash(&|| "the section header table".into(), shtab.0, shtab.1)?;
         for (i, other) in info.sections.iter().enumerate() {
             // Section 0 has no data: with extended numbering (e_shnum == 0)
             // its sh_size is the section count, not a size.
@@ -880,7 +1034,7 @@ fn validate_writable_ranges(info: &ElfInfo, file_len: u64, written: &[usize]) ->
                 continue;
             }
             if let Some((b0, b1)) = other.file_range() {
-                clash(&format!("section {}", other.name), b0, b1)?;
+                clash(&|| format!("section {}", other.name), b0, b1)?;
             }
         }
     }
@@ -1076,4 +1230,34 @@ fn only_relocated_locals_generic<Elf: FileHeader<Endian = Endianness>>(
             && !is_mapping_symbol(head)
     });
     Ok(!unnamed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vermagic_is_the_first_string_with_the_key_wherever_it_lies() {
+        let reference = |bytes: &[u8]| {
+            modinfo_strings(bytes)
+                .find_map(|(_, kv)| kv.strip_prefix(b"vermagic="))
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        let mut found = 0;
+        for pad in 0..20 {
+            let lead = vec![b'a'; pad];
+            for case in [
+                [&lead[..], b"\0vermagic=7.2.0 SMP\0vermagic=6.1\0"].concat(),
+                [&lead[..], b"xvermagic=no\0\0\0vermagic=yes"].concat(),
+                [b"vermagic=first\0".as_slice(), &lead[..]].concat(),
+                [&lead[..], b"\0vermagi\0c=\0alias=vermagic=\0"].concat(),
+                [&lead[..], b"\0vermagic="].concat(),
+                lead.clone(),
+            ] {
+                assert_eq!(vermagic_in(&case), reference(&case), "{case:?}");
+                found += usize::from(reference(&case).is_some());
+            }
+        }
+        assert!(found >= 60, "{found}");
+    }
 }

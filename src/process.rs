@@ -289,7 +289,7 @@ fn decide_module(
     let Some(callsite) = info.alloc_section(rule.section) else {
         return Ok(Decided::unchanged(&format!("no {} section", rule.section)).with(rule, bare));
     };
-    let extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
+    let mut extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
             return Ok(Decided::unchanged(&why).with(rule, bare));
@@ -301,7 +301,8 @@ fn decide_module(
     };
     let entries = &extracted.callsite.entries;
     let stripped = extracted.stripped_locals();
-    let symbols = SymbolIndex::new(&extracted.symbols, extracted.strings);
+    // The index keeps the symbols: no copy of them.
+    let symbols = SymbolIndex::from_vec(std::mem::take(&mut extracted.symbols), extracted.strings);
     let mut layout = Layout::for_rule(&info.sections, &symbols, rule);
     layout.stripped = stripped.then_some(Stripped::NoLocalFunctions);
     let decide_all = |layout: &Layout| {
