@@ -855,16 +855,20 @@ mod tests {
         assert_eq!(decide(&Input::Odd(Odd::Weak), &s, &l, 4), Verdict::Doubt(Doubt::Odd(Odd::Weak)));
     }
 
-    #[test]
-    fn galloping_from_the_last_answer_agrees_with_a_binary_search() {
-        // Deterministic pseudo-random symbols and queries, in and out of order.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
+    /// Deterministic pseudo-random numbers (xorshift64) from `x`.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    #[test]
+    fn galloping_from_the_last_answer_agrees_with_a_binary_search() {
+        // Deterministic pseudo-random symbols and queries, in and out of order.
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let symbols: Vec<_> = (0..500).map(|_| sym((next() % 3) as u32 + 1, next() % 4096, "a")).collect();
         let index = SymbolIndex::new(&symbols, STRINGS);
         let mut queries: Vec<(u32, u64)> = (0..2000).map(|_| ((next() % 4) as u32, next() % 5000)).collect();
@@ -881,13 +885,7 @@ mod tests {
 
     #[test]
     fn the_address_set_agrees_with_the_sorted_symbols() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let symbols: Vec<_> = (0..400).map(|_| sym((next() % 3) as u32 + 1, next() % 2048, "a")).collect();
         let index = SymbolIndex::new(&symbols, STRINGS);
         let (mut hits, mut misses) = (0, 0);

@@ -1137,20 +1137,33 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
         if i == callsite.reloc_section || !s.is_relocation() || s.link as usize != symtab_index {
             continue;
         }
-        let header = table.section(object::SectionIndex(i)).map_err(malformed)?;
-        let bad = |e: object::read::Error| malformed(format!("{}: {e}", s.name));
-        let hits = if s.sh_type == elf::SHT_RELA {
-            let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
-            relocs.iter().any(|r| inside.get(r.r_sym(endian, false) as usize) == Some(&true))
-        } else {
-            let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
-            relocs.iter().any(|r| inside.get(r.r_sym(endian) as usize) == Some(&true))
-        };
-        if hits {
+        let hits = relocation_symbols(data, &table, endian, i, s)?;
+        if hits.iter().any(|&sym| inside.get(sym as usize) == Some(&true)) {
             return Ok(TableSymbols::Pinned(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
         }
     }
     Ok(TableSymbols::Movable(out))
+}
+
+/// The symbol index each relocation of section `i` (REL or RELA, `s`)
+/// names. For the questions asked only when something is dead or dropped;
+/// the callsite table's own relocations are read in [`extract`].
+fn relocation_symbols<Elf: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    table: &SectionTable<'_, Elf>,
+    endian: Endianness,
+    i: usize,
+    s: &Section,
+) -> Result<Vec<u32>, Error> {
+    let header = table.section(object::SectionIndex(i)).map_err(malformed)?;
+    let bad = |e: object::read::Error| malformed(format!("{}: {e}", s.name));
+    Ok(if s.sh_type == elf::SHT_RELA {
+        let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+        relocs.iter().map(|r| r.r_sym(endian, false)).collect()
+    } else {
+        let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+        relocs.iter().map(|r| r.r_sym(endian)).collect()
+    })
 }
 
 /// Whether every local symbol of the callsite table's symbol table is one
@@ -1207,18 +1220,8 @@ fn only_relocated_locals_generic<Elf: FileHeader<Endian = Endianness>>(
         if !s.is_relocation() || !applied {
             continue;
         }
-        let header = table.section(object::SectionIndex(i)).map_err(malformed)?;
-        let bad = |e: object::read::Error| malformed(format!("{}: {e}", s.name));
-        if s.sh_type == elf::SHT_RELA {
-            let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
-            for r in relocs {
-                name(r.r_sym(endian, false));
-            }
-        } else {
-            let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
-            for r in relocs {
-                name(r.r_sym(endian));
-            }
+        for sym in relocation_symbols(data, &table, endian, i, s)? {
+            name(sym);
         }
     }
     let unnamed = symtab.enumerate().skip(1).any(|(index, sym)| {
