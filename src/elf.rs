@@ -19,6 +19,8 @@ use object::read::StringTable;
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
 use object::{BigEndian as Be, Endian as _, Endianness, LittleEndian as Le, ReadRef as _};
 
+use std::ops::ControlFlow;
+
 use crate::error::Error;
 
 /// One section header, as plain data.
@@ -355,11 +357,13 @@ impl Extracted<'_> {
     }
 }
 
-/// What reading a callsite table found.
+/// What reading a callsite table found: by [`extract`], the table with
+/// every symbol and entry ([`Extracted`]); by [`read`], what the visitor
+/// was not handed ([`Read`]).
 #[derive(Debug, Clone)]
-pub enum Extraction<'a> {
+pub enum Extraction<T> {
     /// The table, its relocations and the symbols they may resolve to.
-    Table(Extracted<'a>),
+    Table(T),
     /// No relocation section applies to the table: the loader relocates
     /// nothing in it.
     NoRelocations(String),
@@ -368,14 +372,81 @@ pub enum Extraction<'a> {
     Unsupported(String),
 }
 
-impl<'a> Extraction<'a> {
+impl<T> Extraction<T> {
     /// The table, if there is one to act on.
     #[must_use]
-    pub fn table(self) -> Option<Extracted<'a>> {
+    pub fn table(self) -> Option<T> {
         match self {
             Extraction::Table(x) => Some(x),
             Extraction::NoRelocations(_) | Extraction::Unsupported(_) => None,
         }
+    }
+
+    /// The same answer, the table turned into `U`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Extraction<U> {
+        match self {
+            Extraction::Table(x) => Extraction::Table(f(x)),
+            Extraction::NoRelocations(why) => Extraction::NoRelocations(why),
+            Extraction::Unsupported(why) => Extraction::Unsupported(why),
+        }
+    }
+}
+
+/// What reading a callsite table feeds, item by item, as it reads them:
+/// [`extract`] keeps every item; [`crate::decide::all_kept`] keeps none,
+/// and ends the reading at the first entry it cannot settle. The items and
+/// the checks made on the way are the same for both.
+pub trait Visit {
+    /// Before the first item: how many symbols the symbol table holds and
+    /// how many relocations apply to the table (bounds on what follows).
+    fn start(&mut self, symbols: usize, relocations: usize);
+    /// A lookup symbol, in symbol table order. `Break` ends the reading.
+    fn symbol(&mut self, symbol: LookupSymbol) -> ControlFlow<()>;
+    /// A callsite entry, in relocation order, after every symbol.
+    /// `Break` ends the reading.
+    fn entry(&mut self, entry: Entry) -> ControlFlow<()>;
+}
+
+/// What [`read`] found besides the items it handed the visitor.
+#[derive(Debug, Clone)]
+pub struct Read<'a> {
+    pub reloc_section: usize,
+    pub reloc_entsize: u64,
+    /// The string table the symbol names point into.
+    pub strings: &'a [u8],
+    /// As [`Extracted::local_functions`], once every symbol was read.
+    pub local_functions: usize,
+    /// Each relocation is on a later word than the one before it, so no
+    /// two share a word. When not, [`extract`] looks for words that do.
+    pub ascending: bool,
+    /// The visitor ended the reading: what followed was neither read nor
+    /// checked.
+    pub stopped: bool,
+}
+
+/// [`extract`]'s visitor: every item, kept.
+#[derive(Default)]
+struct Collect {
+    symbols: Vec<LookupSymbol>,
+    entries: Vec<Entry>,
+}
+
+impl Visit for Collect {
+    fn start(&mut self, symbols: usize, relocations: usize) {
+        self.symbols.reserve_exact(symbols);
+        self.entries.reserve_exact(relocations);
+    }
+
+    #[inline]
+    fn symbol(&mut self, symbol: LookupSymbol) -> ControlFlow<()> {
+        self.symbols.push(symbol);
+        ControlFlow::Continue(())
+    }
+
+    #[inline]
+    fn entry(&mut self, entry: Entry) -> ControlFlow<()> {
+        self.entries.push(entry);
+        ControlFlow::Continue(())
     }
 }
 
@@ -417,11 +488,44 @@ pub fn extract<'a>(
     callsite: usize,
     shape: RelocShape,
     mapping: Mapping,
-) -> Result<Extraction<'a>, Error> {
+) -> Result<Extraction<Extracted<'a>>, Error> {
+    let mut all = Collect::default();
+    let read = read(data, info, callsite, shape, mapping, &mut all)?;
+    Ok(read.map(|read| {
+        let mut entries = all.entries;
+        if !read.ascending {
+            mark_shared_words(&mut entries, info.word_size());
+        }
+        Extracted {
+            callsite: Callsite {
+                section: callsite,
+                reloc_section: read.reloc_section,
+                reloc_entsize: read.reloc_entsize,
+                entries,
+            },
+            symbols: all.symbols,
+            strings: read.strings,
+            local_functions: read.local_functions,
+        }
+    }))
+}
+
+/// Read what [`extract`] reads, with the same checks in the same order,
+/// handing each lookup symbol and then each entry to `visit` as it is read
+/// instead of keeping them. Two relocations on one word are only known
+/// from [`Read::ascending`]: the entries are handed over as read.
+pub fn read<'a, V: Visit>(
+    data: &'a [u8],
+    info: &ElfInfo,
+    callsite: usize,
+    shape: RelocShape,
+    mapping: Mapping,
+    visit: &mut V,
+) -> Result<Extraction<Read<'a>>, Error> {
     if info.is_64 {
-        extract_generic::<FileHeader64<Endianness>>(data, info, callsite, shape, mapping)
+        read_generic::<FileHeader64<Endianness>, V>(data, info, callsite, shape, mapping, visit)
     } else {
-        extract_generic::<FileHeader32<Endianness>>(data, info, callsite, shape, mapping)
+        read_generic::<FileHeader32<Endianness>, V>(data, info, callsite, shape, mapping, visit)
     }
 }
 
@@ -476,10 +580,23 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
         return Err(malformed("no section headers"));
     }
     let file_len = data.len() as u64;
+    // The names are cut out of `.shstrtab` here, as `object`'s string table
+    // would, with its error: that table finds a NUL with `memchr`, whose
+    // first call probes the CPU's features (cpuid, which a hypervisor
+    // traps: some 5 µs each where this was measured, tens of µs in all)
+    // for a search over a few bytes.
+    let names = match header.shstrndx(endian, data).map_err(malformed)? {
+        0 => &[][..],
+        i => table.section(object::SectionIndex(i as usize)).and_then(|s| s.data(endian, data)).map_err(malformed)?,
+    };
     let mut out = Vec::with_capacity(table.len());
     for (index, sh) in table.enumerate() {
-        let name =
-            table.section_name(endian, sh).map_err(|e| malformed(format!("name of section {}: {e}", index.0)))?;
+        let tail = names.get(sh.sh_name(endian) as usize..).unwrap_or_default();
+        let end = next_nul(tail);
+        let name = tail
+            .get(..end)
+            .filter(|_| end < tail.len())
+            .ok_or_else(|| malformed(format!("name of section {}: Invalid ELF section name offset", index.0)))?;
         let s = Section {
             name: String::from_utf8_lossy(name).into_owned(),
             sh_type: sh.sh_type(endian),
@@ -567,20 +684,20 @@ fn next_nul(bytes: &[u8]) -> usize {
 }
 
 /// Which relocation section applies to the callsite table.
-enum RelocSection {
+enum RelocSection<T> {
     /// Its index, validated against the rule's shape.
     At(usize),
     /// None we could act on: why, as the extraction's answer.
-    None(Extraction<'static>),
+    None(Extraction<T>),
 }
 
 /// The relocation section that applies to the callsite table, validated
 /// against the rule's shape, or why there is none we could act on.
-fn reloc_section<Elf: FileHeader<Endian = Endianness>>(
+fn reloc_section<Elf: FileHeader<Endian = Endianness>, T>(
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
-) -> Result<RelocSection, Error> {
+) -> Result<RelocSection<T>, Error> {
     let cs = &info.sections[callsite];
     let relsecs: Vec<usize> = info.relocation_sections_for(callsite).map(|(i, _)| i).collect();
     let index = match relsecs.as_slice() {
@@ -661,13 +778,14 @@ struct RawReloc {
     addend: Option<i64>,
 }
 
-fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
+fn read_generic<'a, Elf: FileHeader<Endian = Endianness>, V: Visit>(
     data: &'a [u8],
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
     mapping: Mapping,
-) -> Result<Extraction<'a>, Error> {
+    visit: &mut V,
+) -> Result<Extraction<Read<'a>>, Error> {
     let cs = &info.sections[callsite];
     let word = info.word_size();
     if cs.sh_type == elf::SHT_NOBITS {
@@ -677,7 +795,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
         return Err(malformed(format!("{} is {:#x} bytes, not a whole number of {word}-byte words", cs.name, cs.size)));
     }
     let table = section_table::<Elf>(data, info)?;
-    let reloc_section = match reloc_section::<Elf>(info, callsite, shape)? {
+    let reloc_section = match reloc_section::<Elf, Read<'a>>(info, callsite, shape)? {
         RelocSection::At(index) => index,
         RelocSection::None(none) => return Ok(none),
     };
@@ -685,7 +803,14 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
     let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
     validate_writable_ranges(info, data.len() as u64, &[callsite, reloc_section])?;
     let strings = string_table(data, info, symsec)?;
-    let (symbols, local_functions) = lookup_symbols::<Elf>(&symtab, info, strings, mapping)?;
+    let entsize = reloc_entsize::<Elf>(shape);
+    // The relocation section lies in the file, a slice: its count fits.
+    visit.start(symtab.len(), (rs.size / entsize) as usize);
+    let (local_functions, stopped) = lookup_symbols::<Elf, V>(&symtab, info, strings, mapping, visit)?;
+    let mut read = Read { reloc_section, reloc_entsize: entsize, strings, local_functions, ascending: true, stopped };
+    if stopped {
+        return Ok(Extraction::Table(read));
+    }
 
     let endian = info.endian();
     let words = cs.bytes(data);
@@ -707,6 +832,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
                     r_sym: Rela::r_sym(r, $e, false),
                     addend: Some(Rela::r_addend(r, $e).into()),
                 }),
+                visit,
             )?
         }};
     }
@@ -722,10 +848,11 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
                     r_sym: Rel::r_sym(r, $e),
                     addend: None,
                 }),
+                visit,
             )?
         }};
     }
-    let entries = match (shape.rela, info.is_64, info.big_endian) {
+    (read.ascending, read.stopped) = match (shape.rela, info.is_64, info.big_endian) {
         (true, true, false) => rela!(Rela64<Le>, Le),
         (true, true, true) => rela!(Rela64<Be>, Be),
         (true, false, false) => rela!(Rela32<Le>, Le),
@@ -735,13 +862,7 @@ fn extract_generic<'a, Elf: FileHeader<Endian = Endianness>>(
         (false, false, false) => rel!(Rel32<Le>, Le),
         (false, false, true) => rel!(Rel32<Be>, Be),
     };
-    let entsize = reloc_entsize::<Elf>(shape);
-    Ok(Extraction::Table(Extracted {
-        callsite: Callsite { section: callsite, reloc_section, reloc_entsize: entsize, entries },
-        symbols,
-        strings,
-        local_functions,
-    }))
+    Ok(Extraction::Table(read))
 }
 
 /// The callsite table, its relocation section and what reading its
@@ -757,19 +878,22 @@ struct Site<'s, 'd, Elf: FileHeader<Endian = Endianness>> {
 }
 
 impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
-    /// The callsite entries: one per relocation, with where it points.
-    /// `endian` is the module's byte order, fixed at compile time.
-    fn entries<E: object::Endian>(
+    /// The callsite entries, one per relocation, with where it points,
+    /// each handed to `visit`; whether their words ascend, and whether
+    /// `visit` ended the reading. `endian` is the module's byte order,
+    /// fixed at compile time.
+    fn entries<E: object::Endian, V: Visit>(
         &self,
         endian: E,
         relocs: impl ExactSizeIterator<Item = RawReloc>,
-    ) -> Result<Vec<Entry>, Error> {
+        visit: &mut V,
+    ) -> Result<(bool, bool), Error> {
         let Site { info, symtab, rs, cs, words, abs_type } = *self;
         let word = info.word_size();
-        let mut entries: Vec<Entry> = Vec::with_capacity(relocs.len());
         // Compilers emit callsites in address order; only when they are not
         // does finding two relocations on one word need a sort.
         let mut ascending = true;
+        let mut previous: Option<u64> = None;
         let mut resolved = Resolved::default();
         for (i, r) in relocs.enumerate() {
             let r_offset = r.offset;
@@ -808,16 +932,16 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
                     None => resolved.get(symtab, info, r.r_sym).place(info, info.signed_word(word_value)),
                 }
             };
-            if let Some(prev) = entries.last() {
+            if let Some(prev) = previous {
                 // word is 4 or 8: a shift, not a division.
-                ascending &= prev.word_offset >> word.trailing_zeros() < r_offset >> word.trailing_zeros();
+                ascending &= prev >> word.trailing_zeros() < r_offset >> word.trailing_zeros();
             }
-            entries.push(Entry { reloc: i, word_offset: r_offset, target });
+            previous = Some(r_offset);
+            if visit.entry(Entry { reloc: i, word_offset: r_offset, target }).is_break() {
+                return Ok((ascending, true));
+            }
         }
-        if !ascending {
-            mark_shared_words(&mut entries, word);
-        }
-        Ok(entries)
+        Ok((ascending, false))
     }
 }
 
@@ -829,12 +953,16 @@ struct Resolved {
     last: Option<(u32, Base)>,
 }
 
-/// A relocation symbol's section and value, or why it cannot be a
-/// callsite's.
-type Base = Result<(usize, i64), Target>;
+/// A relocation symbol's section (with that section's size, so that
+/// placing a location needs no look at the section table) and value, or
+/// why it cannot be a callsite's.
+type Base = Result<(usize, u64, i64), Target>;
 
 impl Resolved {
-    #[inline]
+    // Called once per callsite; left out of line it costs ~24 instructions
+    // a call (callgrind on amdgpu.ko), and the compiler does leave it.
+    #[allow(clippy::inline_always, reason = "measured: see above")]
+    #[inline(always)]
     fn get<Elf: FileHeader<Endian = Endianness>>(
         &mut self,
         symtab: &SymbolTable<'_, Elf>,
@@ -854,17 +982,22 @@ trait Place {
 }
 
 impl Place for Base {
-    #[inline]
+    #[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite, measured")]
+    #[inline(always)]
     fn place(&self, info: &ElfInfo, addend: i64) -> Target {
-        let &(section, value) = match self {
+        let &(section, size, value) = match self {
             Ok(at) => at,
             Err(odd) => return odd.clone(),
         };
-        let target = &info.sections[section];
-        let offset = i128::from(value) + i128::from(addend);
-        match u64::try_from(offset) {
-            Ok(offset) if offset < target.size => Target::At { section: section as u32, offset },
-            _ => Target::odd(Odd::Outside { section: target.name.clone(), offset }),
+        // Inside the section only if the sum is in 0..size, and size is
+        // below 2^63 (the section lies in the file): where the i64 sum
+        // overflows, the location is outside whatever its true value.
+        match value.checked_add(addend).map(u64::try_from) {
+            Some(Ok(offset)) if offset < size => Target::At { section: section as u32, offset },
+            _ => Target::odd(Odd::Outside {
+                section: info.sections[section].name.clone(),
+                offset: i128::from(value) + i128::from(addend),
+            }),
         }
     }
 }
@@ -910,17 +1043,20 @@ fn resolve_symbol<Elf: FileHeader<Endian = Endianness>>(
         return Err(Target::odd(Odd::NoBits { section: target.name.clone() }));
     }
     let value: u64 = sym.st_value(endian).into();
-    Ok((section, i64::from_ne_bytes(value.to_ne_bytes())))
+    Ok((section, target.size, i64::from_ne_bytes(value.to_ne_bytes())))
 }
 
 /// The symbols `find_kallsyms_symbol()` considers, restricted to those in
 /// allocated executable sections (no other section is in a text region).
-fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
+/// Each goes to `visit`; the count of local function symbols, and whether
+/// `visit` ended the walk, come back.
+fn lookup_symbols<Elf: FileHeader<Endian = Endianness>, V: Visit>(
     symtab: &SymbolTable<'_, Elf>,
     info: &ElfInfo,
     strings: &[u8],
     mapping: Mapping,
-) -> Result<(Vec<LookupSymbol>, usize), Error> {
+    visit: &mut V,
+) -> Result<(usize, bool), Error> {
     // Symbols past SHN_LORESERVE name their section in SHT_SYMTAB_SHNDX.
     let xindex = |index: usize| {
         let sym = symtab.symbol(object::SymbolIndex(index)).ok()?;
@@ -934,10 +1070,18 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>>(
     let bytes = object::pod::bytes_of_slice(symtab.symbols());
     let cast = |()| malformed("symbol table");
     match (info.is_64, info.big_endian) {
-        (true, false) => walk.run(object::pod::slice_from_all_bytes::<Sym64<Le>>(bytes).map_err(cast)?, Le, xindex),
-        (true, true) => walk.run(object::pod::slice_from_all_bytes::<Sym64<Be>>(bytes).map_err(cast)?, Be, xindex),
-        (false, false) => walk.run(object::pod::slice_from_all_bytes::<Sym32<Le>>(bytes).map_err(cast)?, Le, xindex),
-        (false, true) => walk.run(object::pod::slice_from_all_bytes::<Sym32<Be>>(bytes).map_err(cast)?, Be, xindex),
+        (true, false) => {
+            walk.run(object::pod::slice_from_all_bytes::<Sym64<Le>>(bytes).map_err(cast)?, Le, xindex, visit)
+        }
+        (true, true) => {
+            walk.run(object::pod::slice_from_all_bytes::<Sym64<Be>>(bytes).map_err(cast)?, Be, xindex, visit)
+        }
+        (false, false) => {
+            walk.run(object::pod::slice_from_all_bytes::<Sym32<Le>>(bytes).map_err(cast)?, Le, xindex, visit)
+        }
+        (false, true) => {
+            walk.run(object::pod::slice_from_all_bytes::<Sym32<Be>>(bytes).map_err(cast)?, Be, xindex, visit)
+        }
     }
 }
 
@@ -950,13 +1094,13 @@ struct Walk<'w> {
 }
 
 impl Walk<'_> {
-    fn run<S: Sym>(
+    fn run<S: Sym, V: Visit>(
         &self,
         symbols: &[S],
         endian: S::Endian,
         xindex: impl Fn(usize) -> Option<usize>,
-    ) -> Result<(Vec<LookupSymbol>, usize), Error> {
-        let mut out = Vec::with_capacity(symbols.len());
+        visit: &mut V,
+    ) -> Result<(usize, bool), Error> {
         let mut local_functions = 0;
         for (index, sym) in symbols.iter().enumerate().skip(1) {
             if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
@@ -988,10 +1132,12 @@ impl Walk<'_> {
             if head[0] != 0 && !self.mapping.skips(head) {
                 let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
                 let value = sym.st_value(endian).into();
-                out.push(LookupSymbol { section: section as u32, value, name, size });
+                if visit.symbol(LookupSymbol { section: section as u32, value, name, size }).is_break() {
+                    return Ok((local_functions, true));
+                }
             }
         }
-        Ok((out, local_functions))
+        Ok((local_functions, false))
     }
 }
 

@@ -350,6 +350,7 @@ impl Rule {
     /// The decision input for one entry: its candidate record ips, after
     /// `ftrace_call_adjust()`.
     #[must_use]
+    #[inline]
     pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
         match &entry.target {
             Target::Odd(why) => Input::Odd((**why).clone()),
