@@ -289,6 +289,15 @@ fn decide_module(
     let Some(callsite) = info.alloc_section(rule.section) else {
         return Ok(Decided::unchanged(&format!("no {} section", rule.section)).with(rule, bare));
     };
+    // Most modules have no dead entry, and the offset rule can say so as
+    // the module is read, keeping nothing: then there is nothing more to
+    // find, to report or to write.
+    let all_kept = if opts.verbose { None } else { decide::all_kept(image, info, callsite, rule)? };
+    if let Some(entries) = all_kept {
+        let counts = Counts { entries, weak: 0, doubt: 0 };
+        let report = Report { rule: Some(facts(rule)), counts: Some(counts), ..Report::default() };
+        return Ok(Decided { plan: Plan::default(), neutralised: 0, left: None, report });
+    }
     let mut extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
