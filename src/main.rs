@@ -56,7 +56,9 @@ fn main() -> ExitCode {
         keep_mtime: tree,
     };
     let output = cli.output.as_deref();
-    let jobs = cli.jobs.unwrap_or_else(walk::default_jobs);
+    // One file runs on this thread: asking how many CPUs there are reads
+    // the cgroup's files, which costs more than a small module's work.
+    let jobs = if files.len() > 1 { cli.jobs.unwrap_or_else(walk::default_jobs) } else { 1 };
     let total = files.len();
     let mut progress = (tree && std::io::stderr().is_terminal()).then(|| Progress::new(total));
     let mut tally = Tally::default();
