@@ -125,9 +125,11 @@ if phases:
         rows.append([m, p["lookup_syms"], pct("parse_us"), pct("extract_us"), pct("sort_us"), pct("layout_us"),
                      pct("decide_us"), pct("plan_us"), f"{tot:.0f}",
                      f"{float(p['naive_decide_us']):.0f}{'*' if p['naive_extrapolated'] == '1' else ''}",
-                     f"{float(p['naive_total_us']) / tot:.0f}", p["agree"]])
+                     f"{float(p['naive_total_us']) / tot:.0f}", p["agree"], p.get("read_us", "-")])
     table(["module", "lookup syms", "parse", "extract", "sort", "layout", "decide", "plan", "sum", "naive search",
-           "naive/tool", "same verdicts"], rows)
+           "naive/tool", "same verdicts", "read"], rows)
+    print("  read = parse and decide::all_kept, what the tool runs instead of the phases when every entry is kept")
+    print("  (- : a module it hands to them); sum and naive/tool are the phases'.")
 
 # --- RSS --------------------------------------------------------------------
 rss = {}

@@ -55,6 +55,14 @@ pub fn tool_extract<'a>(image: &'a [u8], info: &ElfInfo, rule: &Rule) -> Res<Opt
     Ok(elf::extract(image, info, callsite, rule.shape, rule.mapping)?.table())
 }
 
+/// What the tool does instead of phases 2 to 6 for a module whose every
+/// entry the offset rule keeps (`decide::all_kept`): `Some(entries)`, or
+/// `None` where it hands the module to the phases.
+pub fn tool_all_kept(image: &[u8], info: &ElfInfo, rule: &Rule) -> Res<Option<usize>> {
+    let Some(callsite) = info.alloc_section(rule.section) else { return Ok(None) };
+    Ok(decide::all_kept(image, info, callsite, rule)?)
+}
+
 /// Phase 5 (decide): the library's own per-entry pipeline.
 pub fn tool_decide(
     image: &[u8],

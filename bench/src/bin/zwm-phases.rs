@@ -11,12 +11,17 @@
 //! passes of each phase in microseconds, then the naive decide time (one
 //! pass; if it exceeds the budget it is stopped and extrapolated linearly
 //! from the entries done, marked by `naive_extrapolated=1`), and whether
-//! naive and tool agree on every entry the tool does not keep for doubt.
+//! naive and tool agree on every entry the tool does not keep for doubt;
+//! last, `read_us`: the median time of what the tool does instead of the
+//! phases when every entry is kept (parse, then `decide::all_kept`), "-"
+//! where it hands the module to them.
 
 use std::path::Path;
 use std::time::Duration;
 
-use zwm_bench::{Phases, Res, image, map, median, naive_decide, tool_extract, tool_parse, tool_pass, us};
+use zwm_bench::{
+    Phases, Res, image, map, median, naive_decide, tool_all_kept, tool_extract, tool_parse, tool_pass, us,
+};
 
 fn main() -> Res<()> {
     let mut reps = 5usize;
@@ -45,7 +50,7 @@ fn main() -> Res<()> {
         }
     }
     println!(
-        "file\tsymtab\tlookup_syms\tentries\tzeroed\tdoubts\tparse_us\textract_us\tsort_us\tlayout_us\tdecide_us\tplan_us\ttotal_us\tnaive_decide_us\tnaive_extrapolated\tnaive_total_us\tagree"
+        "file\tsymtab\tlookup_syms\tentries\tzeroed\tdoubts\tparse_us\textract_us\tsort_us\tlayout_us\tdecide_us\tplan_us\ttotal_us\tnaive_decide_us\tnaive_extrapolated\tnaive_total_us\tagree\tread_us"
     );
     for f in &files {
         let map = map(Path::new(f))?;
@@ -93,10 +98,11 @@ fn main() -> Res<()> {
             let diff = (0..n.done).filter(|&i| !doubt[i] && tool_zero.contains(&i) != naive_zero.contains(&i)).count();
             agree = if diff == 0 { "yes".into() } else { format!("NO({diff})") };
         }
+        let read = read_us(image, reps)?;
         // Naive total: the same parse/extract/plan, naive search instead of sort+layout+decide.
         let naive_total = us(p.parse + p.extract + p.plan) + nd;
         println!(
-            "{f}\t{}\t{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.0}\t{extrap}\t{:.0}\t{agree}",
+            "{f}\t{}\t{}\t{}\t{}\t{}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.1}\t{:.0}\t{extrap}\t{:.0}\t{agree}\t{read}",
             shape.symtab,
             shape.lookup_symbols,
             shape.entries,
@@ -114,4 +120,20 @@ fn main() -> Res<()> {
         );
     }
     Ok(())
+}
+
+/// The median time, over `reps` passes, of parsing `image` and answering
+/// it while it is read (`decide::all_kept`), in µs; "-" where that hands
+/// the module to the phases.
+fn read_us(image: &[u8], reps: usize) -> Res<String> {
+    let mut passes = Vec::new();
+    for _ in 0..reps.max(1) {
+        let start = std::time::Instant::now();
+        let (info, rule) = tool_parse(image)?.expect("parsed above");
+        if tool_all_kept(image, &info, &rule)?.is_none() {
+            return Ok("-".into());
+        }
+        passes.push(start.elapsed());
+    }
+    Ok(format!("{:.1}", us(median(passes))))
 }
