@@ -402,6 +402,10 @@ pub trait Visit {
     fn start(&mut self, symbols: usize, relocations: usize);
     /// A lookup symbol, in symbol table order. `Break` ends the reading.
     fn symbol(&mut self, symbol: LookupSymbol) -> ControlFlow<()>;
+    /// Every symbol was read; the entries follow. `Break` ends the reading.
+    fn symbols_read(&mut self) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
     /// A callsite entry, in relocation order, after every symbol.
     /// `Break` ends the reading.
     fn entry(&mut self, entry: Entry) -> ControlFlow<()>;
@@ -807,6 +811,7 @@ fn read_generic<'a, Elf: FileHeader<Endian = Endianness>, V: Visit>(
     // The relocation section lies in the file, a slice: its count fits.
     visit.start(symtab.len(), (rs.size / entsize) as usize);
     let (local_functions, stopped) = lookup_symbols::<Elf, V>(&symtab, info, strings, mapping, visit)?;
+    let stopped = stopped || visit.symbols_read().is_break();
     let mut read = Read { reloc_section, reloc_entsize: entsize, strings, local_functions, ascending: true, stopped };
     if stopped {
         return Ok(Extraction::Table(read));

@@ -239,6 +239,8 @@ impl Adjust {
     /// The candidate ips for a location; `global_entry` says whether the two
     /// instructions at the location are the clang global-entry pair.
     #[must_use]
+    #[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
+    #[inline(always)]
     pub fn candidates(self, addr: u64, global_entry: bool) -> ([u64; 2], usize) {
         match self {
             Adjust::Add(n) => ([addr + n, 0], 1),
@@ -350,7 +352,8 @@ impl Rule {
     /// The decision input for one entry: its candidate record ips, after
     /// `ftrace_call_adjust()`.
     #[must_use]
-    #[inline]
+    #[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
+    #[inline(always)]
     pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
         match &entry.target {
             Target::Odd(why) => Input::Odd((**why).clone()),
