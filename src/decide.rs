@@ -786,7 +786,9 @@ impl Blocks {
             let (start, end) = (self.starts[block as usize] as usize, self.starts[block as usize + 1] as usize);
             // In the block's own terms: one compare an offset.
             let from = low.wrapping_sub(block << self.shift);
-            if self.offsets[start..end].iter().any(|&o| u32::from(o).wrapping_sub(from) <= span) {
+            // Every offset of the block, no early exit: where the hit is
+            // varies from entry to entry, and an exit there mispredicts.
+            if self.offsets[start..end].iter().fold(false, |hit, &o| hit | (u32::from(o).wrapping_sub(from) <= span)) {
                 return true;
             }
             if block == high >> self.shift {
