@@ -645,8 +645,8 @@ pub fn all<'a>(
 /// meet. `None` also for what this path leaves to the full decision: the
 /// containment rule, a window wider than the set is probed over
 /// (`MAX_PROBES`), a symbol past its section's end, a block of more than
-/// `BLOCK_CAP` symbols, relocations
-/// out of order (two may share a word), no relocation section to read.
+/// `BLOCK_CAP` symbols, relocations out of order (two may share a word),
+/// no relocation section to read.
 ///
 /// # Errors
 ///
