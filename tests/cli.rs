@@ -509,3 +509,40 @@ fn json_reports_changes_and_errors_per_file() {
     assert!(lines[1].contains("\"findings\": []"), "{}", lines[1]);
     assert!(lines.iter().all(|l| l.ends_with(", \"format_version\": 1}")), "{text}");
 }
+
+/// Started with its standard fds closed (a hook run by a daemon), the tool
+/// must never let a module it has open become fd 1 or 2: a line printed
+/// for one module while another is being written would land in that one.
+/// The entry opens each closed fd on /dev/null first, as std's runtime
+/// start does. Two jobs over a tree, JSON on stdout, `-v` on stderr.
+#[test]
+fn closed_standard_fds_are_never_a_module() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = Scratch::new("closed-fds");
+    let processed = dir.processed_module();
+    let tree = dir.0.join("tree");
+    fs::create_dir(&tree).unwrap();
+    let original = fs::read(MODULE).unwrap();
+    for i in 0..40 {
+        fs::write(tree.join(format!("m{i:02}.ko")), &original).unwrap();
+    }
+    let mut cmd = std::process::Command::new(common::BIN);
+    cmd.args(["-v", "-j2", "--format=json", s(&tree)]);
+    // SAFETY: close(2), async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for fd in 0..3 {
+                libc::close(fd);
+            }
+            Ok(())
+        });
+    }
+    let status = cmd.status().unwrap();
+    assert!(status.success(), "{status:?}");
+    for i in 0..40 {
+        assert!(
+            fs::read(tree.join(format!("m{i:02}.ko"))).unwrap() == processed,
+            "m{i:02}.ko is not the processed bytes"
+        );
+    }
+}
