@@ -707,8 +707,12 @@ struct Blocks {
     /// By section index: where the section starts in the blocks' address
     /// space, and how many bytes of it are covered (0: not code).
     sections: Vec<(u32, u32)>,
-    /// Each symbol's address in that space, in table order, until `fill`.
+    /// Each symbol's address in that space, in table order, until `fill`:
+    /// the first `added` slots of one zeroed allocation, which only the
+    /// pages written into cost (a push's growth check would be a call in
+    /// the walk, around which its state is spilled and reloaded).
     addresses: Vec<u32>,
+    added: usize,
     /// By block: how many symbols it holds, then (after `fill`) where its
     /// offsets start in `offsets`; one more slot at the end.
     starts: Vec<u32>,
@@ -743,7 +747,8 @@ impl Blocks {
         Blocks {
             shift,
             sections: spans.into_iter().map(|(at, covered)| (at as u32, covered as u32)).collect(),
-            addresses: Vec::with_capacity(symbols),
+            addresses: vec![0; symbols],
+            added: 0,
             starts: vec![0; (end >> shift) as usize + 1],
             offsets: Vec::new(),
             usable: true,
@@ -765,7 +770,12 @@ impl Blocks {
             self.usable = false;
             return false;
         };
-        self.addresses.push(address);
+        let Some(slot) = self.addresses.get_mut(self.added) else {
+            self.usable = false;
+            return false;
+        };
+        *slot = address;
+        self.added += 1;
         self.starts[(address >> self.shift) as usize] += 1;
         true
     }
@@ -784,9 +794,9 @@ impl Blocks {
             end += *n;
             *n = end;
         }
-        self.offsets = vec![0; self.addresses.len()];
+        self.offsets = vec![0; self.added];
         let mask = (1u32 << self.shift) - 1;
-        for &address in &self.addresses {
+        for &address in &self.addresses[..self.added] {
             let start = &mut self.starts[(address >> self.shift) as usize];
             *start -= 1;
             self.offsets[*start as usize] = (address & mask) as u16;
@@ -1216,6 +1226,12 @@ mod tests {
         }
         blocks.fill();
         assert!(blocks.usable && blocks.any_within(1, 0x10, 0x10) && !blocks.any_within(1, 0x11, 0x20));
+        // More symbols than the blocks were sized for.
+        let mut blocks = Blocks::new(&sections, 2);
+        assert!(blocks.add(1, 0x10) && blocks.add(1, 0x20));
+        assert!(!blocks.add(1, 0x30));
+        blocks.fill();
+        assert!(!blocks.usable);
     }
 
     #[test]
