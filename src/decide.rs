@@ -724,13 +724,13 @@ struct Blocks {
 impl Blocks {
     /// The blocks for the code sections of `sections`, sized for at most
     /// `symbols` symbols: about four symbols a block on average, 16 bytes
-    /// at the least (below that every window would cross blocks), 64 KiB
-    /// at the most (an offset is 16 bits).
+    /// at the least (below that every window would cross blocks), 32 KiB
+    /// at the most (see [`Blocks::any_within`]).
     fn new(sections: &[Section], symbols: usize) -> Blocks {
         let total: u64 = sections.iter().filter(|s| s.is_alloc_exec()).map(|s| s.size + 1).sum();
         let wanted = (symbols / 4).max(1) as u64;
         let mut shift = 4;
-        while shift < 16 && total >> shift > wanted {
+        while shift < 15 && total >> shift > wanted {
             shift += 1;
         }
         let block = 1u64 << shift;
@@ -817,14 +817,19 @@ impl Windows for Blocks {
         }
         let (low, high) = (at + low as u32, at + high as u32);
         let span = high - low;
+        // The window is narrow (span < MAX_PROBES) and an offset below
+        // 2^15: in 16 bits, an offset's distance above `low` is exact,
+        // and one below it wraps past any span. Eight offsets to a vector
+        // compare, none widened.
+        let span = span as u16;
         let mut block = low >> self.shift;
         loop {
             let (start, end) = (self.starts[block as usize] as usize, self.starts[block as usize + 1] as usize);
             // In the block's own terms: one compare an offset.
-            let from = low.wrapping_sub(block << self.shift);
+            let from = low.wrapping_sub(block << self.shift) as u16;
             // Every offset of the block, no early exit: where the hit is
             // varies from entry to entry, and an exit there mispredicts.
-            if self.offsets[start..end].iter().fold(false, |hit, &o| hit | (u32::from(o).wrapping_sub(from) <= span)) {
+            if self.offsets[start..end].iter().fold(false, |hit, &o| hit | (o.wrapping_sub(from) <= span)) {
                 return true;
             }
             if block == high >> self.shift {
