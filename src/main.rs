@@ -274,7 +274,7 @@ fn run_one(path: &Path, output: Option<&Path>, opts: &Options, tree: bool, forma
 }
 
 /// The process's entry, in place of std's runtime start (`#![no_main]`).
-/// That start costs ~70 µs a process here, 4 % of `--check` on amdgpu.ko
+/// That start costs ~80 µs a process here, 4 % of `--check` on amdgpu.ko
 /// and more on the small modules Kbuild runs us on by the thousand: it
 /// reads /proc/self/maps and maps an alternate signal stack, only to print
 /// a message on a stack overflow (which now ends in a plain SIGSEGV). What
