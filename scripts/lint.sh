@@ -2,15 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # scripts/lint.sh: the static checks (`make lint`, first in `make check`).
 #
-#   - rustfmt over every crate: the workspace (the tool and bench/) and
-#     fuzz/, which is no member (cargo-fuzz builds it, scripts/fuzz.sh);
-#   - clippy over the workspace and fuzz/, every target, pedantic, with
-#     warnings as errors;
+#   - rustfmt, and clippy (every target, pedantic, warnings as errors), over
+#     the workspace (the tool, bench/) and fuzz/ (no member: scripts/fuzz.sh);
 #   - rustdoc over the tool, warnings (dead links) as errors;
 #   - ShellCheck over every tracked shell file: *.sh and any file whose
 #     first line is a sh, dash or bash shebang (settings: .shellcheckrc);
-#   - pyflakes over every tracked Python file: *.py and python shebangs.
-#
+#   - pyflakes over every tracked Python file: *.py and python shebangs;
+#   - tests/docs.rs: the docs' links, `make` targets and checked commands.
 # Every check runs; the script then exits 1 naming those that failed.
 # Needs cargo with clippy and rustfmt, shellcheck, pyflakes3 and git (the
 # files are those `git ls-files` lists).
@@ -59,8 +57,9 @@ check "clippy (fuzz/)" cargo clippy --quiet --manifest-path fuzz/Cargo.toml --al
 check "rustdoc" env RUSTDOCFLAGS='-D warnings' cargo doc --quiet --no-deps
 check "shellcheck (${#SHELL_FILES[@]} files)" shellcheck "${SHELL_FILES[@]}"
 check "pyflakes (${#PYTHON_FILES[@]} files)" pyflakes3 "${PYTHON_FILES[@]}"
+check "docs (tests/docs.rs)" cargo test --quiet --test docs
 
 if [ ${#failed[@]} -gt 0 ]; then
     die "failed: $(printf '%s, ' "${failed[@]}" | sed 's/, $//')"
 fi
-log "PASS: rustfmt, clippy, rustdoc, shellcheck (${#SHELL_FILES[@]} files), pyflakes (${#PYTHON_FILES[@]} files)"
+log "PASS: rustfmt, clippy, rustdoc, shellcheck (${#SHELL_FILES[@]} files), pyflakes (${#PYTHON_FILES[@]} files), docs"

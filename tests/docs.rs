@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The docs' claims that a machine can check stay true (`make lint` runs
+//! this file): every link and every path to a file under docs/ resolves,
+//! every `make TARGET` a doc names is a target of the Makefile (or one of
+//! Kbuild's, for the kernel builds the guides describe), and every command
+//! block marked as checked is read by the script of the target its marker
+//! names. The negative controls add one broken claim to the real docs and
+//! require exactly that problem.
+#![allow(clippy::case_sensitive_file_extension_comparisons, reason = "the repository's file names are lower-case")]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Kbuild's own targets, which the integration guides name when they say
+/// what a kernel or module build runs.
+const KBUILD_TARGETS: &[&str] =
+    &["modules", "modules_install", "bindeb-pkg", "binrpm-pkg", "olddefconfig", "prepare", "vmlinux"];
+
+/// What marks a checked command block: the marker line ends so, and names
+/// the target that runs the indented command after it.
+const CHECKED: &str = "runs the indented command below word for word";
+
+/// The docs: README.md, kernel/README.md, docs/*.md and docs/runs/*.md, as
+/// (path from the root, text).
+fn load_docs(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut paths = vec![PathBuf::from("README.md"), PathBuf::from("kernel/README.md")];
+    for dir in ["docs", "docs/runs"] {
+        let mut names: Vec<PathBuf> = fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().ends_with(".md"))
+            .map(|n| Path::new(dir).join(n))
+            .collect();
+        names.sort();
+        paths.extend(names);
+    }
+    paths
+        .into_iter()
+        .filter(|p| root.join(p).is_file())
+        .map(|p| (p.clone(), fs::read_to_string(root.join(&p)).unwrap()))
+        .collect()
+}
+
+/// The Makefile's targets, with each one's recipe lines.
+fn targets(makefile: &str) -> Vec<(String, Vec<String>)> {
+    let mut found: Vec<(String, Vec<String>)> = Vec::new();
+    for line in makefile.lines() {
+        if line.starts_with('\t') {
+            if let Some(last) = found.last_mut() {
+                last.1.push(line.trim().to_string());
+            }
+            continue;
+        }
+        let Some((names, rest)) = line.split_once(':') else { continue };
+        if line.starts_with('#') || names.contains(['=', '$', '?']) || rest.starts_with('=') || names.starts_with('.') {
+            continue;
+        }
+        for name in names.split_whitespace() {
+            found.push((name.to_string(), Vec::new()));
+        }
+    }
+    found
+}
+
+/// The parts of TEXT that are code: inline spans and the lines of indented
+/// or fenced blocks.
+fn code_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced || line.starts_with("    ") || line.starts_with('\t') {
+            spans.push(line);
+            continue;
+        }
+        spans.extend(line.split('`').skip(1).step_by(2));
+    }
+    spans
+}
+
+/// The targets that `make` is asked for in CODE: the first word after a
+/// `make` that is no option and no variable.
+fn make_targets_named(code: &str) -> Vec<String> {
+    let words: Vec<&str> = code.split_whitespace().collect();
+    let mut named = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if *w != "make" {
+            continue;
+        }
+        if let Some(next) = words.get(i + 1) {
+            let next = next.trim_end_matches(['`', ')', ',', ';', '.', ':']);
+            if !next.is_empty()
+                && !next.starts_with(['-', '$', '(', '#', '\'', '"'])
+                && !next.contains('=')
+                && next != "&&"
+            {
+                named.push(next.to_string());
+            }
+        }
+    }
+    named
+}
+
+/// The relative targets of TEXT's Markdown links, without their anchors.
+fn links(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for (i, _) in text.match_indices("](") {
+        let rest = &text[i + 2..];
+        let Some(end) = rest.find(')') else { continue };
+        let target = rest[..end].split('#').next().unwrap().trim();
+        if !target.is_empty() && !target.contains("://") && !target.starts_with("mailto:") {
+            found.push(target);
+        }
+    }
+    found
+}
+
+/// The paths under docs/ that TEXT names as plain words (`docs/rules.md`):
+/// each is read from the repository's root.
+fn doc_paths(text: &str) -> Vec<&str> {
+    let path_char = |c: char| c.is_ascii_alphanumeric() || "_.-/".contains(c);
+    let mut found = Vec::new();
+    for (i, _) in text.match_indices("docs/") {
+        if text[..i].chars().next_back().is_some_and(path_char) {
+            continue;
+        }
+        let len = text[i..].find(|c: char| !path_char(c)).unwrap_or(text.len() - i);
+        let path = text[i..i + len].trim_end_matches(['.', '-']);
+        if [".md", ".svg", ".pod", "/"].iter().any(|e| path.ends_with(e)) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// Every claim of DOCS that does not hold in the checkout at ROOT.
+fn problems(root: &Path, docs: &[(PathBuf, String)]) -> Vec<String> {
+    let makefile = fs::read_to_string(root.join("Makefile")).unwrap();
+    let targets = targets(&makefile);
+    let is_target = |t: &str| targets.iter().any(|(n, _)| n == t) || KBUILD_TARGETS.contains(&t);
+    let mut problems = Vec::new();
+    for (path, text) in docs {
+        let name = path.display();
+        let dir = path.parent().unwrap();
+        for link in links(text) {
+            if !root.join(dir).join(link).exists() {
+                problems.push(format!("{name}: the link ({link}) leads nowhere"));
+            }
+        }
+        for p in doc_paths(text) {
+            if !root.join(p).exists() {
+                problems.push(format!("{name}: {p} does not exist"));
+            }
+        }
+        if path.starts_with("docs/runs") {
+            continue; // a dated record names the targets of its day
+        }
+        let named: BTreeSet<String> = code_spans(text).into_iter().flat_map(make_targets_named).collect();
+        for t in named.iter().filter(|t| !is_target(t)) {
+            problems.push(format!("{name}: `make {t}` is no target of the Makefile"));
+        }
+        problems.extend(checked_blocks(root, path, text, &targets));
+    }
+    problems
+}
+
+/// The checked command blocks of the doc at PATH: each marker names the
+/// target that runs its command, that target's recipe runs a script which
+/// reads this marker out of this doc, and a command follows the marker.
+fn checked_blocks(root: &Path, path: &Path, text: &str, targets: &[(String, Vec<String>)]) -> Vec<String> {
+    let name = path.display();
+    let file = path.file_name().unwrap().to_string_lossy();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut problems = Vec::new();
+    for (i, line) in lines.iter().enumerate().filter(|(_, l)| l.starts_with("<!-- ") && l.contains(CHECKED)) {
+        let marker = line.split(':').next().unwrap();
+        let target = line.split("`make ").nth(1).and_then(|t| t.split('`').next()).unwrap_or("");
+        let Some((_, recipe)) = targets.iter().find(|(n, _)| n == target) else {
+            problems.push(format!("{name}:{}: the checked block names `make {target}`, no target", i + 1));
+            continue;
+        };
+        let reads = recipe.iter().flat_map(|r| r.split_whitespace()).filter(|w| w.starts_with("scripts/")).any(|s| {
+            fs::read_to_string(root.join(s))
+                .is_ok_and(|script| script.contains(&format!("{marker}: ")) && script.contains(&*file))
+        });
+        if !reads {
+            problems.push(format!("{name}:{}: no script of `make {target}` reads `{marker}:` out of {file}", i + 1));
+        }
+        if !lines[i + 1..].iter().find(|l| !l.is_empty()).is_some_and(|l| l.starts_with("    ")) {
+            problems.push(format!("{name}:{}: no indented command follows the marker", i + 1));
+        }
+    }
+    problems
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn every_claim_of_the_docs_holds() {
+    let docs = load_docs(root());
+    assert!(docs.len() > 10, "only {} docs", docs.len());
+    let checked = docs.iter().flat_map(|(_, t)| t.lines()).filter(|l| l.contains(CHECKED)).count();
+    assert_eq!(checked, 2, "the README's two checked commands");
+    let problems = problems(root(), &docs);
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+/// The real docs with TEXT appended to the README: the problems found.
+fn with_readme_tail(text: &str) -> Vec<String> {
+    let mut docs = load_docs(root());
+    docs[0].1.push_str(text);
+    problems(root(), &docs)
+}
+
+#[test]
+fn a_broken_link_fails() {
+    let p = with_readme_tail("\nSee [the run](docs/runs/2000-01-01-none.md) and docs/none.md.\n");
+    assert_eq!(
+        p,
+        [
+            "README.md: the link (docs/runs/2000-01-01-none.md) leads nowhere",
+            "README.md: docs/runs/2000-01-01-none.md does not exist",
+            "README.md: docs/none.md does not exist"
+        ]
+    );
+}
+
+#[test]
+fn a_missing_make_target_fails() {
+    assert_eq!(
+        with_readme_tail("\nRun `make no-such-target`.\n"),
+        ["README.md: `make no-such-target` is no target of the Makefile"]
+    );
+    assert_eq!(
+        with_readme_tail("\n    sudo make no-such-target PREFIX=/usr\n"),
+        ["README.md: `make no-such-target` is no target of the Makefile"]
+    );
+}
+
+#[test]
+fn a_checked_block_no_target_runs_fails() {
+    let marker = |target: &str| format!("\n<!-- fresh-check: `make {target}` {CHECKED} -->\n\n    cargo test\n");
+    let p = with_readme_tail(&marker("no-such-check"));
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(p[1].contains("names `make no-such-check`, no target"), "{p:?}");
+    let p = with_readme_tail(&marker("lint"));
+    assert!(p.len() == 1 && p[0].contains("no script of `make lint` reads `<!-- fresh-check:`"), "{p:?}");
+}
