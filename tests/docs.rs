@@ -17,6 +17,10 @@ use std::path::{Path, PathBuf};
 const KBUILD_TARGETS: &[&str] =
     &["modules", "modules_install", "bindeb-pkg", "binrpm-pkg", "olddefconfig", "prepare", "vmlinux"];
 
+/// The docs whose first line is not theirs to word: `make audit` writes
+/// docs/audit.md, and `make bench` docs/performance.md's tables.
+const GENERATED: &[&str] = &["docs/audit.md", "docs/performance.md"];
+
 /// What marks a checked command block: the marker line ends so, and names
 /// the target that runs the indented command after it.
 const CHECKED: &str = "runs the indented command below word for word";
@@ -105,18 +109,39 @@ fn make_targets_named(code: &str) -> Vec<String> {
     named
 }
 
-/// The relative targets of TEXT's Markdown links, without their anchors.
-fn links(text: &str) -> Vec<&str> {
+/// The relative targets of TEXT's Markdown links, each with its anchor
+/// (empty for none).
+fn links(text: &str) -> Vec<(&str, &str)> {
     let mut found = Vec::new();
     for (i, _) in text.match_indices("](") {
         let rest = &text[i + 2..];
         let Some(end) = rest.find(')') else { continue };
-        let target = rest[..end].split('#').next().unwrap().trim();
+        let (target, anchor) = rest[..end].trim().split_once('#').unwrap_or((rest[..end].trim(), ""));
         if !target.is_empty() && !target.contains("://") && !target.starts_with("mailto:") {
-            found.push(target);
+            found.push((target, anchor));
         }
     }
     found
+}
+
+/// The anchors a Markdown renderer gives TEXT's headings: lower case, the
+/// spaces as hyphens, other punctuation dropped.
+fn anchors(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| {
+            l.trim_start_matches('#')
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter_map(|c| match c {
+                    ' ' => Some('-'),
+                    c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The paths under docs/ that TEXT names as plain words (`docs/rules.md`):
@@ -146,9 +171,14 @@ fn problems(root: &Path, docs: &[(PathBuf, String)]) -> Vec<String> {
     for (path, text) in docs {
         let name = path.display();
         let dir = path.parent().unwrap();
-        for link in links(text) {
-            if !root.join(dir).join(link).exists() {
+        for (link, anchor) in links(text) {
+            let file = root.join(dir).join(link);
+            if !file.exists() {
                 problems.push(format!("{name}: the link ({link}) leads nowhere"));
+            } else if !anchor.is_empty()
+                && !fs::read_to_string(&file).is_ok_and(|t| anchors(&t).iter().any(|a| a == anchor))
+            {
+                problems.push(format!("{name}: {link} has no heading #{anchor}"));
             }
         }
         for p in doc_paths(text) {
@@ -158,6 +188,10 @@ fn problems(root: &Path, docs: &[(PathBuf, String)]) -> Vec<String> {
         }
         if path.starts_with("docs/runs") {
             continue; // a dated record names the targets of its day
+        }
+        let opens_with_a_question = text.lines().next().is_some_and(|l| l.starts_with("# ") && l.ends_with('?'));
+        if path.starts_with("docs") && !GENERATED.iter().any(|g| path == Path::new(g)) && !opens_with_a_question {
+            problems.push(format!("{name}: its title is not the question it answers"));
         }
         let named: BTreeSet<String> = code_spans(text).into_iter().flat_map(make_targets_named).collect();
         for t in named.iter().filter(|t| !is_target(t)) {
@@ -220,11 +254,14 @@ fn with_readme_tail(text: &str) -> Vec<String> {
 
 #[test]
 fn a_broken_link_fails() {
-    let p = with_readme_tail("\nSee [the run](docs/runs/2000-01-01-none.md) and docs/none.md.\n");
+    let p = with_readme_tail(
+        "\nSee [the run](docs/runs/2000-01-01-none.md), [DKMS](docs/integration.md#dkmz) and docs/none.md.\n",
+    );
     assert_eq!(
         p,
         [
             "README.md: the link (docs/runs/2000-01-01-none.md) leads nowhere",
+            "README.md: docs/integration.md has no heading #dkmz",
             "README.md: docs/runs/2000-01-01-none.md does not exist",
             "README.md: docs/none.md does not exist"
         ]
@@ -241,6 +278,14 @@ fn a_missing_make_target_fails() {
         with_readme_tail("\n    sudo make no-such-target PREFIX=/usr\n"),
         ["README.md: `make no-such-target` is no target of the Makefile"]
     );
+}
+
+#[test]
+fn a_doc_that_opens_with_no_question_fails() {
+    let mut docs = load_docs(root());
+    let rules = docs.iter_mut().find(|(p, _)| p == Path::new("docs/rules.md")).unwrap();
+    rules.1 = rules.1.replacen('?', ".", 1);
+    assert_eq!(problems(root(), &docs), ["docs/rules.md: its title is not the question it answers"]);
 }
 
 #[test]
