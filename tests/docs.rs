@@ -231,6 +231,86 @@ fn checked_blocks(root: &Path, path: &Path, text: &str, targets: &[(String, Vec<
     problems
 }
 
+/// The sections TEXT names by their title, in the docs, the code and the
+/// harness (`docs/rules.md, "Dropping an entry"`): (doc, the title's
+/// first line).
+fn section_refs(text: &str) -> Vec<(&str, &str)> {
+    let mut found = Vec::new();
+    for (i, _) in text.match_indices("docs/") {
+        let rest = &text[i..];
+        let Some(end) = rest.find(".md") else { continue };
+        let doc = &rest[..end + 3];
+        if doc.contains(|c: char| !(c.is_ascii_alphanumeric() || "/-_.".contains(c))) {
+            continue;
+        }
+        let after = &rest[end + 3..];
+        let Some(quoted) = [", \"", ", \\\"", "'s table (\""].iter().find_map(|p| after.strip_prefix(p)) else {
+            continue;
+        };
+        let title = quoted.split(['"', '\\', '\n']).next().unwrap().trim();
+        if !title.is_empty() {
+            found.push((doc, title));
+        }
+    }
+    found
+}
+
+/// The titles of TEXT's sections: its headings and the bold labels that
+/// open a paragraph or an item.
+fn section_titles(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_start_matches("- ");
+            l.strip_prefix("**").or_else(|| l.starts_with('#').then(|| l.trim_start_matches('#').trim()))
+        })
+        .collect()
+}
+
+/// The files of the code and the harness, which cite docs' sections.
+fn code_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = vec![root.join("Makefile")];
+    for dir in ["src", "scripts", "dist", "tests", "examples", "bench", "debian"] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// Every section that the code, the harness or DOCS cite and that the
+/// cited doc lacks.
+fn missing_sections(root: &Path, docs: &[(PathBuf, String)]) -> Vec<String> {
+    let mut texts: Vec<(String, String)> = docs
+        .iter()
+        .filter(|(p, _)| !p.starts_with("docs/runs"))
+        .map(|(p, t)| (p.display().to_string(), t.clone()))
+        .collect();
+    for f in code_files(root) {
+        if let Ok(t) = fs::read_to_string(&f) {
+            texts.push((f.strip_prefix(root).unwrap().display().to_string(), t));
+        }
+    }
+    let mut problems = Vec::new();
+    for (name, text) in &texts {
+        for (doc, title) in section_refs(text) {
+            let cited = docs.iter().find(|(p, _)| p == Path::new(doc)).map(|(_, t)| t.as_str());
+            if !cited.is_some_and(|t| section_titles(t).iter().any(|s| s.starts_with(title))) {
+                problems.push(format!("{name}: {doc} has no section \"{title}\""));
+            }
+        }
+    }
+    problems
+}
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -241,7 +321,8 @@ fn every_claim_of_the_docs_holds() {
     assert!(docs.len() > 10, "only {} docs", docs.len());
     let checked = docs.iter().flat_map(|(_, t)| t.lines()).filter(|l| l.contains(CHECKED)).count();
     assert_eq!(checked, 2, "the README's two checked commands");
-    let problems = problems(root(), &docs);
+    let mut problems = problems(root(), &docs);
+    problems.extend(missing_sections(root(), &docs));
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }
 
@@ -266,6 +347,16 @@ fn a_broken_link_fails() {
             "README.md: docs/none.md does not exist"
         ]
     );
+}
+
+#[test]
+fn a_section_that_is_gone_fails() {
+    let mut docs = load_docs(root());
+    assert_eq!(missing_sections(root(), &docs), Vec::<String>::new());
+    let rules = docs.iter_mut().find(|(p, _)| p == Path::new("docs/rules.md")).unwrap();
+    rules.1 = rules.1.replace("## Dropping an entry", "## Removing an entry");
+    let p = missing_sections(root(), &docs);
+    assert!(!p.is_empty() && p.iter().all(|l| l.contains("docs/rules.md has no section \"Dropping")), "{p:?}");
 }
 
 #[test]
