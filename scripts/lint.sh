@@ -8,7 +8,7 @@
 #   - ShellCheck over every tracked shell file: *.sh and any file whose
 #     first line is a sh, dash or bash shebang (settings: .shellcheckrc);
 #   - pyflakes over every tracked Python file: *.py and python shebangs;
-#   - tests/docs.rs: the docs' links, `make` targets and checked commands.
+#   - tests/docs.rs: the docs' links, sections, targets, checked commands, sizes.
 # Every check runs; the script then exits 1 naming those that failed.
 # Needs cargo with clippy and rustfmt, shellcheck, pyflakes3 and git (the
 # files are those `git ls-files` lists).

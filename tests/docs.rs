@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The docs' claims that a machine can check stay true (`make lint` runs
 //! this file): every link and every path to a file under docs/ resolves,
-//! every `make TARGET` a doc names is a target of the Makefile (or one of
-//! Kbuild's, for the kernel builds the guides describe), and every command
-//! block marked as checked is read by the script of the target its marker
-//! names. The negative controls add one broken claim to the real docs and
-//! require exactly that problem.
+//! and a link's anchor names a heading; every section cited by title, in a
+//! doc, the code or the harness, exists; every `make TARGET` a doc names is
+//! a target of the Makefile (or one of Kbuild's, for the kernel builds the
+//! guides describe); every command block marked as checked is read by the
+//! script of the target its marker names; each doc under docs/ opens with
+//! the question it answers; the README and docs/ keep to their sizes and
+//! name no issue number. Each negative control breaks one claim of the
+//! real docs and requires exactly that problem.
 #![allow(clippy::case_sensitive_file_extension_comparisons, reason = "the repository's file names are lower-case")]
 
 use std::collections::BTreeSet;
@@ -311,6 +314,44 @@ fn missing_sections(root: &Path, docs: &[(PathBuf, String)]) -> Vec<String> {
     problems
 }
 
+/// "issue 51", "issues 3", "issue-21": a number of the project's tracker,
+/// which a reader of the docs does not have.
+fn names_an_issue(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.match_indices("issue").any(|(i, _)| {
+        let rest = lower[i + 5..].trim_start_matches('s');
+        let rest = rest.strip_prefix([' ', '-', '#']).unwrap_or("");
+        rest.trim_start_matches('#').starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// The sizes the docs keep to, and no issue numbers: the README at most
+/// 250 lines, docs/*.md (docs/audit.md aside, docs/runs/ not counted) at
+/// most 4,000.
+fn sizes_and_issues(docs: &[(PathBuf, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let lines = |p: &Path| docs.iter().filter(|(d, _)| d == p).map(|(_, t)| t.lines().count()).sum::<usize>();
+    let readme = lines(Path::new("README.md"));
+    if readme > 250 {
+        problems.push(format!("README.md: {readme} lines, more than 250"));
+    }
+    let in_docs: usize = docs
+        .iter()
+        .filter(|(p, _)| p.parent() == Some(Path::new("docs")) && !p.ends_with("audit.md"))
+        .map(|(_, t)| t.lines().count())
+        .sum();
+    if in_docs > 4000 {
+        problems.push(format!("docs/*.md: {in_docs} lines, more than 4,000"));
+    }
+    for (p, t) in docs {
+        // docs/performance.md's prose is the bench's to reword.
+        if p.starts_with("docs") && p != Path::new("docs/performance.md") && names_an_issue(t) {
+            problems.push(format!("{}: names an issue number", p.display()));
+        }
+    }
+    problems
+}
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -323,6 +364,7 @@ fn every_claim_of_the_docs_holds() {
     assert_eq!(checked, 2, "the README's two checked commands");
     let mut problems = problems(root(), &docs);
     problems.extend(missing_sections(root(), &docs));
+    problems.extend(sizes_and_issues(&docs));
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }
 
@@ -357,6 +399,19 @@ fn a_section_that_is_gone_fails() {
     rules.1 = rules.1.replace("## Dropping an entry", "## Removing an entry");
     let p = missing_sections(root(), &docs);
     assert!(!p.is_empty() && p.iter().all(|l| l.contains("docs/rules.md has no section \"Dropping")), "{p:?}");
+}
+
+#[test]
+fn a_long_readme_or_an_issue_number_fails() {
+    let mut docs = load_docs(root());
+    assert_eq!(sizes_and_issues(&docs), Vec::<String>::new());
+    docs[0].1.push_str(&"line\n".repeat(251));
+    let rules = docs.iter_mut().find(|(p, _)| p == Path::new("docs/rules.md")).unwrap();
+    rules.1.push_str("As issue 49 asked.\n");
+    let p = sizes_and_issues(&docs);
+    assert!(p.len() == 2 && p[0].starts_with("README.md: ") && p[1] == "docs/rules.md: names an issue number", "{p:?}");
+    assert!(!names_an_issue("the issues the kernel has, issue-free"));
+    assert!(names_an_issue("Issue #7") && names_an_issue("issues 3 and 4") && names_an_issue("the issue-21 branch"));
 }
 
 #[test]
