@@ -156,10 +156,13 @@ pub fn tree_summary(tally: &Tally, check: bool) -> Vec<String> {
         if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
         plural(*errors, "error"),
     ));
-    if !check || *changed == 0 {
+    let unsigned = changed - signed;
+    // The signed modules that need changes: reported, or left alone under
+    // --signed=skip.
+    let signed = signed + skipped.get(&LeftAlone::Signed).copied().unwrap_or(0);
+    if !check || unsigned + signed == 0 {
         return lines;
     }
-    let unsigned = changed - signed;
     let step = match (unsigned, signed) {
         (_, 0) => format!("run {NAME} again without --check"),
         (0, _) => format!("{BEFORE_SIGNING}, {SERIES}"),

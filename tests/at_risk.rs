@@ -295,6 +295,10 @@ fn a_tree_ends_with_the_functions_at_risk_and_the_next_step() {
          brp-zero-weak-mcount when packaging), or run a kernel with this project's ftrace series"
     );
     assert_eq!(err.matches("to fix").count(), 1, "the step once, at the end: {err}");
+    // --signed=skip leaves the signed module alone: it still needs the step.
+    let skip = stderr(&tool(&["--check", "--signed=skip", dir.0.to_str().unwrap()]));
+    assert_eq!(skip.lines().last(), lines.last().copied(), "{skip}");
+    assert!(skip.contains(": 3 modules: 2 would change, 0 unchanged, 1 skipped (1 signed), 0 errors\n"), "{skip}");
     assert!(err.contains("b.ko: 1 function at risk: f\n"), "{err}");
     assert!(err.contains("c.ko: no function at risk: the kernel disables its 2 dead records (listed as __ftrace_invalid_address___N)\n"), "{err}");
 }
