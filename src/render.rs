@@ -74,25 +74,39 @@ fn dead(report: &Report, signed: bool, how: Human, shown: &str) -> Vec<String> {
         1 => format!("{PROBES} on it {MISSES}; "),
         _ => format!("{PROBES} on them {MISSES}; "),
     };
-    // The kernel's check disables what it rejects; where it has none, a
-    // dead record stays enabled, named after the function before it.
-    let enabled = report.rule.as_ref().is_some_and(|r| matches!(r.criterion, Criterion::Contains { .. }));
-    let records = plural(weak, "record");
-    if enabled {
-        let stay = if weak == 1 { "stays" } else { "stay" };
-        let _ = write!(meaning, "its {weak} dead {records} {stay} enabled, listed under the previous function's name");
-    } else {
-        let _ =
-            write!(meaning, "the kernel disables its {weak} dead {records} (listed as __ftrace_invalid_address___N)");
-    }
+    // The kernel's check disables what it rejects; what only containment
+    // finds (all of them where the kernel checks nothing) stays enabled,
+    // named after the function before it.
+    let enabled = report.findings.iter().filter(|f| matches!(f, Finding::Weak { by: Found::Containment, .. })).count();
+    let (disabled, records) = (weak - enabled, plural(weak, "record"));
+    let stay = if enabled == 1 { "stays" } else { "stay" };
+    let listed = "listed under the previous function's name";
+    let _ = match (disabled, enabled) {
+        (_, 0) => write!(meaning, "the kernel disables its {weak} dead {records} (listed as {INVALID})"),
+        (0, _) => write!(meaning, "its {weak} dead {records} {stay} enabled, {listed}"),
+        _ => write!(
+            meaning,
+            "the kernel disables {disabled} of its {weak} dead records (listed as {INVALID}); {enabled} {stay} enabled, {listed}"
+        ),
+    };
     if !how.tree {
         let step = if signed { format!("{BEFORE_SIGNING}, {SERIES}") } else { format!("{NAME} {shown}") };
-        let _ = write!(meaning, "; {}: {step}", if n > 0 { "to fix" } else { "to remove them" });
+        let _ = write!(
+            meaning,
+            "; {}: {step}",
+            match (n, weak) {
+                (0, 1) => "to remove it",
+                (0, _) => "to remove them",
+                _ => "to fix",
+            }
+        );
     }
     lines.push(meaning);
     lines
 }
 
+/// How the kernel lists a record it disables.
+const INVALID: &str = "__ftrace_invalid_address___N";
 /// Who is hurt by a function at risk, and how.
 const PROBES: &str = "an fprobe, BPF fentry program or livepatch";
 const MISSES: &str = "can attach to a dead weak body and never run";

@@ -302,3 +302,63 @@ fn a_tree_ends_with_the_functions_at_risk_and_the_next_step() {
     assert!(err.contains("b.ko: 1 function at risk: f\n"), "{err}");
     assert!(err.contains("c.ko: no function at risk: the kernel disables its 2 dead records (listed as __ftrace_invalid_address___N)\n"), "{err}");
 }
+
+/// A dead body that starts within the max offset of a short function's
+/// end: the kernel's check keeps its record, enabled under that function's
+/// name. f is at risk of the dead record at 0x80, which the check rejects;
+/// h (0x100, 1 byte long) has its record at itself, and the dead body's
+/// record follows at 0x104.
+#[test]
+fn dead_records_the_kernel_keeps_enabled_are_told_apart() {
+    let build = |ips: Vec<u64>| {
+        let text = Text { name: ".text", size: 0x200, symbols: vec![("f", 0x40), ("h", 0x100)], ips };
+        let mut data = fixture(Architecture::X86_64, vec![text]).build();
+        set_size(&mut data, "h", 1);
+        data
+    };
+    let dir = Scratch::new("at-risk-enabled");
+    let at_once = |data: &[u8], name: &str| {
+        let ko = dir.file(name, data);
+        let err = stderr(&tool(&["--check", ko.to_str().unwrap()]));
+        (err.lines().last().unwrap_or_default().to_string(), ko.to_str().unwrap().to_string())
+    };
+    let (line, path) = at_once(&build(vec![0x44, 0x80, 0x100, 0x104]), "both.ko");
+    assert_eq!(
+        line,
+        format!(
+            "zero-weak-mcount: {path}: an fprobe, BPF fentry program or livepatch on it can attach to a dead weak \
+             body and never run; the kernel disables 1 of its 2 dead records (listed as \
+             __ftrace_invalid_address___N); 1 stays enabled, listed under the previous function's name; to fix: \
+             zero-weak-mcount {path}"
+        )
+    );
+    let (line, path) = at_once(&build(vec![0x44, 0x100, 0x104]), "enabled.ko");
+    assert_eq!(
+        line,
+        format!(
+            "zero-weak-mcount: {path}: no function at risk: its 1 dead record stays enabled, listed under the \
+             previous function's name; to remove it: zero-weak-mcount {path}"
+        )
+    );
+    // The control: h as long as the others, and the record at 0x104 is its own.
+    let text =
+        Text { name: ".text", size: 0x200, symbols: vec![("f", 0x40), ("h", 0x100)], ips: vec![0x44, 0x100, 0x104] };
+    let out = tool(&[
+        "--check",
+        dir.file("control.ko", &fixture(Architecture::X86_64, vec![text]).build()).to_str().unwrap(),
+    ]);
+    assert_eq!((out.status.code(), stderr(&out)), (Some(0), String::new()));
+}
+
+/// Set the `st_size` of the 64-bit little-endian symbol NAME.
+fn set_size(data: &mut [u8], name: &str, size: u64) {
+    use object::read::elf::{ElfFile64, FileHeader, SectionHeader, Sym};
+    let e = Endianness::Little;
+    let file = ElfFile64::<Endianness>::parse(&*data).unwrap();
+    let sections = file.elf_header().sections(e, &*data).unwrap();
+    let symbols = sections.symbols(e, &*data, elf::SHT_SYMTAB).unwrap();
+    let index = symbols.iter().position(|s| s.name(e, symbols.strings()).unwrap() == name.as_bytes()).unwrap();
+    let (start, _) = sections.section(symbols.section()).unwrap().file_range(e).unwrap();
+    let at = usize::try_from(start).unwrap() + index * 24 + 16;
+    data[at..at + 8].copy_from_slice(&size.to_le_bytes());
+}
