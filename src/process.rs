@@ -389,7 +389,8 @@ fn at_risk(
     let mut records = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         if let Input::Ips { section, ips, .. } = rule.input(image, info, entry) {
-            records.push(Record { section, ip: ips[0], dead: dead.binary_search(&i).is_ok() });
+            let dead = dead.binary_search(&i).is_ok();
+            records.push(Record { section, ip: ips[0], dead, table_offset: entry.word_offset });
         }
     }
     // arm64 and riscv 6.13+: the kernel's record is the patched instruction,
@@ -415,6 +416,7 @@ fn at_risk(
                 covered_by_dead: found.covered_by_dead,
                 dead_section: name(found.dead.section),
                 dead_site: found.dead.ip,
+                dead_table_offset: found.dead.table_offset,
                 why,
             }
         })
