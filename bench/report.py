@@ -128,7 +128,7 @@ if phases:
                      f"{float(p['naive_total_us']) / tot:.0f}", p["agree"], p.get("read_us", "-")])
     table(["module", "lookup syms", "parse", "extract", "sort", "layout", "decide", "plan", "sum", "naive search",
            "naive/tool", "same verdicts", "read"], rows)
-    print("  read = parse and decide::all_kept, what the tool runs instead of the phases when every entry is kept")
+    print("  read = parse and kept::all_kept, what the tool runs instead of the phases when every entry is kept")
     print("  (- : a module it hands to them); sum and naive/tool are the phases'.")
 
 # --- RSS --------------------------------------------------------------------

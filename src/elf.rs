@@ -393,7 +393,7 @@ impl<T> Extraction<T> {
 }
 
 /// What reading a callsite table feeds, item by item, as it reads them:
-/// [`extract`] keeps every item; [`crate::decide::all_kept`] keeps none,
+/// [`extract`] keeps every item; [`crate::kept::all_kept`] keeps none,
 /// and ends the reading at the first entry it cannot settle. The items and
 /// the checks made on the way are the same for both.
 pub trait Visit {

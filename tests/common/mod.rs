@@ -106,6 +106,11 @@ impl Fixture {
     }
 
     pub fn build(&self) -> Vec<u8> {
+        self.build_sized(4)
+    }
+
+    /// The module, each function symbol `function_size` bytes long.
+    pub fn build_sized(&self, function_size: u64) -> Vec<u8> {
         let mut obj = Object::new(BinaryFormat::Elf, self.arch, self.endian);
         obj.flags = FileFlags::Elf { os_abi: 0, abi_version: 0, e_flags: self.e_flags };
         obj.add_file_symbol(b"fixture.c".to_vec());
@@ -121,7 +126,7 @@ impl Fixture {
             let filler: Vec<u8> = pattern.iter().copied().cycle().take(t.size as usize).collect();
             obj.set_section_data(id, filler, 16);
             for &(name, value) in &t.symbols {
-                add_function(&mut obj, id, name.as_bytes(), value, 4, SymbolScope::Compilation);
+                add_function(&mut obj, id, name.as_bytes(), value, function_size, SymbolScope::Compilation);
             }
             texts.push(id);
         }
