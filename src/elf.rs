@@ -1108,9 +1108,6 @@ impl Walk<'_> {
     ) -> Result<(usize, bool), Error> {
         let mut local_functions = 0;
         for (index, sym) in symbols.iter().enumerate().skip(1) {
-            if let Some(ahead) = symbols.get(index + PREFETCH_AHEAD) {
-                prefetch(self.strings, ahead.st_name(endian));
-            }
             if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
                 local_functions += 1;
             }
@@ -1147,28 +1144,6 @@ impl Walk<'_> {
         }
         Ok((local_functions, false))
     }
-}
-
-/// How many symbols ahead of the walk a name is prefetched.
-const PREFETCH_AHEAD: usize = 16;
-
-/// Ask the CPU to bring the name at `offset` of `strings` into the cache:
-/// names lie anywhere in the string table (on amdgpu.ko, 0.8 MiB in no
-/// order), and the walk reads the first byte of nearly every one; without
-/// this, waiting for those bytes was half of the walk's time (perf).
-/// A hint only: nothing is read, and an offset past the table asks for its
-/// last byte.
-#[inline]
-fn prefetch(strings: &[u8], offset: u32) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let at = strings.as_ptr().wrapping_add((offset as usize).min(strings.len().saturating_sub(1)));
-        // SAFETY: a prefetch reads no memory and cannot fault; SSE is part
-        // of every x86_64 CPU.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (strings, offset);
 }
 
 /// The symbol table's string table, which must end with a NUL so that
