@@ -587,8 +587,7 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
     // The names are cut out of `.shstrtab` here, as `object`'s string table
     // would, with its error: that table finds a NUL with `memchr`, whose
     // first call probes the CPU's features (cpuid, which a hypervisor
-    // traps: some 5 µs each where this was measured, tens of µs in all)
-    // for a search over a few bytes.
+    // traps) for a search over a few bytes.
     let names = match header.shstrndx(endian, data).map_err(malformed)? {
         0 => &[][..],
         i => table.section(object::SectionIndex(i as usize)).and_then(|s| s.data(endian, data)).map_err(malformed)?,
@@ -964,9 +963,10 @@ struct Resolved {
 type Base = Result<(usize, u64, i64), Target>;
 
 impl Resolved {
-    // Called once per callsite; left out of line it costs ~24 instructions
-    // a call (callgrind on amdgpu.ko), and the compiler does leave it.
-    #[allow(clippy::inline_always, reason = "measured: see above")]
+    // Called once per callsite, in the relocation walk, where a call's
+    // spills and reloads would outweigh its work; the compiler leaves it
+    // out of line unless told.
+    #[allow(clippy::inline_always, reason = "once per callsite in the relocation walk: see above")]
     #[inline(always)]
     fn get<Elf: FileHeader<Endian = Endianness>>(
         &mut self,
@@ -987,7 +987,7 @@ trait Place {
 }
 
 impl Place for Base {
-    #[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite, measured")]
+    #[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite in the relocation walk")]
     #[inline(always)]
     fn place(&self, info: &ElfInfo, addend: i64) -> Target {
         let &(section, size, value) = match self {
