@@ -22,19 +22,20 @@ use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
 use crate::rule::Input;
 use crate::rule::{Criterion, Region, Rule};
 
-/// The symbols of a module, indexed two ways, each built on the first
-/// question that needs it:
-///
-/// * the symbols sorted, so that the nearest symbol at or below an address
-///   is one binary search away: O((entries + symbols) · log symbols), where
-///   the kernel's scan is O(entries × symbols);
-/// * the sized functions, for the containment rule.
+/// The symbols of a module, sorted on the first question that needs them:
+/// the nearest symbol at or below an address is then one binary search
+/// away, O((entries + symbols) · log symbols) where the kernel's scan is
+/// O(entries × symbols). The sized functions, for the containment rule.
 #[derive(Debug, Clone)]
 pub struct SymbolIndex<'a> {
     /// In table order: a key's position is its index here.
     symbols: Vec<LookupSymbol>,
     strings: &'a [u8],
-    sorted: std::cell::OnceCell<Sorted>,
+    /// The symbols sorted by address, each one `u128` key, section | value
+    /// | position, so the sort compares integers, and among symbols at one
+    /// address the first in table order (the one the kernel reports) comes
+    /// first.
+    sorted: std::cell::OnceCell<Vec<u128>>,
     /// Where the last search ended. Callsites come in address order, so
     /// the next answer is usually a few keys further: galloping from here
     /// beats a binary search over all symbols.
@@ -42,15 +43,6 @@ pub struct SymbolIndex<'a> {
     /// The sized functions, built on the first containment question: the
     /// offset rule never asks one, and pays nothing for it.
     spans: std::cell::OnceCell<Spans>,
-}
-
-/// The symbols sorted by address. Each symbol is one `u128` key, section |
-/// value | position, so the sort compares integers, and among symbols at
-/// one address the first in table order (the one the kernel reports)
-/// comes first.
-#[derive(Debug, Clone)]
-struct Sorted {
-    keys: Vec<u128>,
 }
 
 /// The sized function symbols, by section and start, each with the
@@ -106,16 +98,6 @@ impl<'a> SymbolIndex<'a> {
     /// With more than 2^32 symbols (a symbol table that large does not fit
     /// in a module file the ELF reader accepted).
     #[must_use]
-    pub fn new(symbols: &[LookupSymbol], strings: &'a [u8]) -> Self {
-        Self::from_vec(symbols.to_vec(), strings)
-    }
-
-    /// [`SymbolIndex::new`], keeping the vector instead of a copy of it.
-    ///
-    /// # Panics
-    ///
-    /// As [`SymbolIndex::new`].
-    #[must_use]
     pub fn from_vec(symbols: Vec<LookupSymbol>, strings: &'a [u8]) -> Self {
         assert!(u32::try_from(symbols.len()).is_ok(), "positions are 32 bits");
         SymbolIndex {
@@ -128,15 +110,12 @@ impl<'a> SymbolIndex<'a> {
     }
 
     fn keys(&self) -> &[u128] {
-        &self
-            .sorted
-            .get_or_init(|| {
-                let mut keys: Vec<u128> =
-                    self.symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
-                keys.sort_unstable();
-                Sorted { keys }
-            })
-            .keys
+        self.sorted.get_or_init(|| {
+            let mut keys: Vec<u128> =
+                self.symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
+            keys.sort_unstable();
+            keys
+        })
     }
 
     fn symbol(&self, key: u128) -> LookupSymbol {
@@ -442,11 +421,11 @@ pub fn all<'a>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHT_PROGBITS};
 
-    fn text(name: &str, size: u64) -> Section {
+    pub(crate) fn text(name: &str, size: u64) -> Section {
         Section {
             name: name.into(),
             sh_type: SHT_PROGBITS,
@@ -480,7 +459,7 @@ mod tests {
 
     /// Section 0 is the null section, 1 is `.text`, as in a real module.
     fn setup(symbols: &[LookupSymbol], sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
-        let index = SymbolIndex::new(symbols, STRINGS);
+        let index = SymbolIndex::from_vec(symbols.to_vec(), STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let layout = Layout::new(&all, &index, region);
@@ -536,7 +515,7 @@ mod tests {
         let (s, l) = setup(&[sym(1, 0x10, "f")], sections.clone());
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
         // ppc64 puts .init.text in core text, right after .text.
-        let index = SymbolIndex::new(&[sym(1, 0x10, "f")], STRINGS);
+        let index = SymbolIndex::from_vec(vec![sym(1, 0x10, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let merged = Layout::new(&all, &index, |_| Region::Text);
@@ -671,7 +650,7 @@ mod tests {
     }
 
     /// Deterministic pseudo-random numbers (xorshift64) from `x`.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
         move || {
             x ^= x << 13;
             x ^= x >> 7;
@@ -685,7 +664,7 @@ mod tests {
         // Deterministic pseudo-random symbols and queries, in and out of order.
         let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let symbols: Vec<_> = (0..500).map(|_| sym((next() % 3) as u32 + 1, next() % 4096, "a")).collect();
-        let index = SymbolIndex::new(&symbols, STRINGS);
+        let index = SymbolIndex::from_vec(symbols, STRINGS);
         let mut queries: Vec<(u32, u64)> = (0..2000).map(|_| ((next() % 4) as u32, next() % 5000)).collect();
         for sorted in [false, true] {
             if sorted {

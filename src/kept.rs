@@ -1,18 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Whether the offset rule keeps every entry of a module, answered while
-//! the module is read, keeping nothing: most modules have no dead entry,
-//! and for them the symbols and entries are never stored, sorted or laid
-//! out. Where this cannot say "all kept", the full decision
-//! ([`crate::decide::all`]) runs on what [`elf::extract`] reads.
-//!
-//! An entry counts as kept here only where a function symbol of its
-//! section longer than `max` bytes starts at most `max` bytes below one of
-//! its candidate ips: the kernel's lookup finds a symbol within `max`
-//! bytes, and that function contains the ip, so the full decision keeps
-//! the entry too. A shorter function keeps nothing here (the full decision
-//! judges its entries): the test stays one window per ip, as the kernel's
-//! is. Debug builds check the agreement on every module this answers
-//! (`process::decide_module`).
+//! it is read and keeping nothing: most modules have no dead entry, and
+//! theirs are never stored, sorted or laid out. An entry counts as kept
+//! here only where a function of its section longer than `max` bytes
+//! starts at most `max` bytes below one of its candidate ips: a symbol
+//! lies within `max` bytes and a function contains the ip, so the full
+//! decision ([`crate::decide`]) keeps it too, which debug builds check on
+//! every module answered here (`process::decide_module`). Shorter
+//! functions leave their entries to the full decision.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -25,14 +20,11 @@ use crate::elf::{self, ElfInfo, Entry, LookupSymbol, Section};
 use crate::error::Error;
 use crate::rule::{Criterion, Input, Rule};
 
-/// Windows are narrower than this: the scan of [`Blocks::any_within`] is
-/// exact in 16 bits only while a window and a block together stay below
-/// 2^16. Every arch's max offset is 16 at most; a wider override goes to
-/// the full decision.
+/// Windows narrower than this, blocks of at most `2^MAX_SHIFT` bytes: the
+/// 16-bit scan of [`Blocks::any_within`] is exact while a window and a
+/// block fit in 2^16. Every arch's max offset is 16 at most; a wider
+/// override goes to the full decision.
 const MAX_WINDOW: u64 = 32;
-
-/// The widest block, as a shift: with [`MAX_WINDOW`], the bound of the
-/// 16-bit scan.
 const MAX_SHIFT: u32 = 15;
 
 /// The most symbols a block may hold: a window is answered by a scan of
@@ -40,15 +32,13 @@ const MAX_SHIFT: u32 = 15;
 /// (many aliases at one address) goes to the full decision.
 const BLOCK_CAP: u32 = 128;
 
-/// Whether the offset rule keeps every entry of the callsite table
-/// `callsite`: `Some(entries)` when it does, `None` when the full decision
-/// must run. `None` also for what this leaves to the full decision: the
-/// containment rule, a window of [`MAX_WINDOW`] bytes or more, a symbol
-/// past its section's end, a block of more than [`BLOCK_CAP`] functions,
-/// relocations out of order (two may share a word), no relocation section
-/// to read. The reading is [`elf::read`], the checks of [`elf::extract`]
-/// in the same order, so an error here is the error the full decision
-/// would meet.
+/// `Some(entries)` when the offset rule keeps every entry of the callsite
+/// table `callsite`, `None` when the full decision must run: also for the
+/// containment rule, a window of [`MAX_WINDOW`] bytes or more, a function
+/// past its section's end, a block over [`BLOCK_CAP`], relocations out of
+/// order (two may share a word), or no relocation section. The reading is
+/// [`elf::read`], with [`elf::extract`]'s checks in its order: an error
+/// here is the one the full decision would meet.
 ///
 /// # Errors
 ///
@@ -206,8 +196,7 @@ impl Blocks {
 }
 
 /// [`all_kept`]'s visitor: each function longer than `max` counted into
-/// its block,
-/// each entry asked of the blocks, nothing else kept.
+/// its block, each entry asked of the blocks, nothing else kept.
 struct AllKept<'r> {
     image: &'r [u8],
     info: &'r ElfInfo,
@@ -238,7 +227,10 @@ impl elf::Visit for AllKept<'_> {
         if self.blocks.usable { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
     }
 
-    #[allow(clippy::inline_always, reason = "inlined into the relocation walk, with Blocks::any_within and Rule::input")]
+    #[allow(
+        clippy::inline_always,
+        reason = "inlined into the relocation walk, with Blocks::any_within and Rule::input"
+    )]
     #[inline(always)]
     fn entry(&mut self, entry: Entry) -> ControlFlow<()> {
         let kept = match self.rule.input(self.image, self.info, &entry) {
@@ -261,34 +253,10 @@ impl elf::Visit for AllKept<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHT_PROGBITS};
-
-    fn text(size: u64) -> Section {
-        Section {
-            name: ".text".into(),
-            sh_type: SHT_PROGBITS,
-            flags: u64::from(SHF_ALLOC | SHF_EXECINSTR),
-            offset: 0x40,
-            size,
-            link: 0,
-            info: 0,
-            entsize: 0,
-            align: 16,
-        }
-    }
+    use crate::decide::tests::{text, xorshift};
 
     fn no_code(size: u64) -> Section {
-        Section { flags: 0, ..text(size) }
-    }
-
-    /// Deterministic pseudo-random numbers (xorshift64) from `x`.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
+        Section { flags: 0, ..text("", size) }
     }
 
     /// What [`Blocks::any_within`] must answer, by a scan of every start.
@@ -296,11 +264,8 @@ mod tests {
         functions.iter().any(|&(s, value)| s == section && (low..=high).contains(&value))
     }
 
-    fn filled(sections: &[Section], functions: &[(u32, u64)], shift: Option<u32>) -> Blocks {
-        let mut blocks = match shift {
-            Some(shift) => Blocks::with_shift(sections, functions.len(), shift),
-            None => Blocks::new(sections, functions.len()),
-        };
+    fn filled(sections: &[Section], functions: &[(u32, u64)], shift: u32) -> Blocks {
+        let mut blocks = Blocks::with_shift(sections, functions.len(), shift);
         for &(section, value) in functions {
             assert!(blocks.add(section, value));
         }
@@ -314,17 +279,13 @@ mod tests {
         let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         // Section 2 is no code; 1 and 3 are, of sizes that are no
         // multiple of a block, each longer than the widest block.
-        let sections = [no_code(0), text(0x9345), no_code(900), text(0x8765)];
+        let sections = [no_code(0), text(".text", 0x9345), no_code(900), text(".x", 0x8765)];
         for shift in 4..=MAX_SHIFT {
             // About 25 functions a block, where a block may hold 128.
             let n = 1000.min(50 * ((0x9345 + 0x8765) >> shift));
-            let functions: Vec<(u32, u64)> = (0..n)
-                .map(|i| {
-                    let section = [1, 3][i % 2];
-                    (section, next() % sections[section as usize].size)
-                })
-                .collect();
-            let blocks = filled(&sections, &functions, Some(shift));
+            let functions: Vec<(u32, u64)> =
+                (0..n).map(|i| ([1, 3][i % 2], next() % sections[[1, 3][i % 2]].size)).collect();
+            let blocks = filled(&sections, &functions, shift);
             for max in 0..MAX_WINDOW {
                 let (mut hits, mut misses, mut crossing) = (0, 0, 0);
                 for i in 0..300 {
@@ -340,9 +301,7 @@ mod tests {
                     let want = any(&functions, section, low, ip);
                     assert_eq!(blocks.any_within(section, low, ip), want, "shift {shift} {section}:{low:#x}..={ip:#x}");
                     *if want { &mut hits } else { &mut misses } += 1;
-                    if want && low >> shift != ip >> shift {
-                        crossing += 1;
-                    }
+                    crossing += usize::from(want && low >> shift != ip >> shift);
                 }
                 // Both answers came up, and windows across two blocks where
                 // blocks are small: the comparison is not vacuous.
@@ -350,12 +309,12 @@ mod tests {
                 assert!(shift > 6 || max < 8 || crossing > 5, "shift {shift} max {max}: {crossing} crossing");
             }
         }
-        assert!(!filled(&sections, &[(1, 0), (3, 0)], None).any_within(2, 0, 16), "no code, no function");
+        assert!(!filled(&sections, &[(1, 0), (3, 0)], 4).any_within(2, 0, 16), "no code, no function");
     }
 
     #[test]
     fn what_the_blocks_cannot_hold_leaves_them_unusable() {
-        let sections = [no_code(0), text(0x100)];
+        let sections = [no_code(0), text(".text", 0x100)];
         // A function past the section's covered bytes (0x101 rounded up).
         let mut blocks = Blocks::new(&sections, 4);
         assert!(blocks.add(1, 0x100), "a label at the end fits");

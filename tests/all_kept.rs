@@ -15,8 +15,8 @@ mod common;
 use common::{Fixture, Rng, Scratch, Text, module, standard};
 use object::{Architecture, Endianness, elf};
 use zero_weak_mcount::arch::{self, Overrides, Scope};
-use zero_weak_mcount::kept;
 use zero_weak_mcount::elf::parse_info;
+use zero_weak_mcount::kept;
 use zero_weak_mcount::process::{Options, analyze};
 use zero_weak_mcount::report::Finding;
 

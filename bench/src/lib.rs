@@ -138,7 +138,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
         ..Shape::default()
     };
     let t = Instant::now();
-    let symbols = SymbolIndex::new(&x.symbols, x.strings);
+    let symbols = SymbolIndex::from_vec(x.symbols.clone(), x.strings);
     p.sort = t.elapsed();
     let t = Instant::now();
     let layout = Layout::for_rule(&info.sections, &symbols, &rule);
