@@ -3,6 +3,7 @@
 """Render scripts/bench.sh results (hyperfine JSON, TSV) as one table of ratios.
 
 usage: report.py RESULTS_DIR
+       report.py --doc DOC TABLE   put TABLE (results/table.txt) into DOC between its marker lines
 """
 import glob
 import json
@@ -10,6 +11,15 @@ import os
 import re
 import statistics
 import sys
+
+if sys.argv[1] == "--doc":
+    doc, table = sys.argv[2], open(sys.argv[3]).read()
+    begin, end = "<!-- written by make bench: begin -->\n", "<!-- written by make bench: end -->\n"
+    head, rest = open(doc).read().split(begin)
+    tail = rest.split(end)[1]
+    with open(doc, "w") as f:
+        f.write(f"{head}{begin}```\n{table}```\n{end}{tail}")
+    sys.exit(0)
 
 R = sys.argv[1]
 
