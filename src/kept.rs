@@ -34,8 +34,8 @@ const BLOCK_CAP: u32 = 128;
 
 /// `Some(entries)` when the offset rule keeps every entry of the callsite
 /// table `callsite`, `None` when the full decision must run: also for the
-/// containment rule, a window of [`MAX_WINDOW`] bytes or more, a function
-/// past its section's end, a block over [`BLOCK_CAP`], relocations out of
+/// containment rule, a window of `MAX_WINDOW` bytes or more, a function
+/// past its section's end, a block over `BLOCK_CAP`, relocations out of
 /// order (two may share a word), or no relocation section. The reading is
 /// [`elf::read`], with [`elf::extract`]'s checks in its order: an error
 /// here is the one the full decision would meet.
