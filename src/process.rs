@@ -15,7 +15,7 @@ use crate::kept;
 use crate::plan::{self, Plan};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
 use crate::risk::{self, AtRisk, Record};
-use crate::rule::{Adjust, Criterion, Input, Neutraliser, PatchSite, Rule};
+use crate::rule::{Adjust, Input, Neutraliser, PatchSite, Rule};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -336,13 +336,12 @@ fn decide_module(
     let (mut decisions, mut findings) = decide_all(&layout);
     // Under the containment rule a static function whose symbol
     // `--strip-unneeded` took looks just like an overridden weak body. Ask
-    // whether the module looks stripped only when something would go: the
-    // question reads every relocation section. The offset rule needs no
-    // such guard: it is the kernel's own check, which rejects such a record
-    // whether or not it is zeroed.
-    if matches!(rule.criterion, Criterion::Contains { .. })
-        && layout.stripped.is_none()
-        && !decisions.dead.is_empty()
+    // whether the module looks stripped only when that rule found something
+    // to take out: the question reads every relocation section. What the
+    // kernel's own check finds needs no such guard: the kernel rejects
+    // such a record whether or not it is zeroed.
+    if layout.stripped.is_none()
+        && decisions.contained > 0
         && elf::only_relocated_locals(image, info, &extracted.callsite)?
     {
         layout.stripped = Some(Stripped::OnlyRelocated);
@@ -541,10 +540,11 @@ fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) ->
     };
     let location = Location { section, offset, table_offset: entry.word_offset };
     match verdict {
-        Verdict::Dead { nearest, distance } => Finding::Weak {
+        Verdict::Dead { nearest, distance, by } => Finding::Weak {
             location,
             symbol: nearest.map(|name| String::from_utf8_lossy(name).into_owned()),
             distance: *distance,
+            by: *by,
         },
         Verdict::Doubt(why) => Finding::Doubt { location, why: why.clone() },
         Verdict::Valid => Finding::Kept { location },

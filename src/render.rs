@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::decide::{Doubt, Stripped};
+use crate::decide::{Doubt, Found, Stripped};
 use crate::error::Error;
 use crate::process::{Analysis, COMPRESSED_ADVICE, LeftAlone, Outcome, Tally};
 use crate::report::{Finding, Location, Report, RuleFacts};
@@ -316,11 +316,19 @@ fn finding(rule: &RuleFacts, f: &Finding) -> Option<String> {
     let verb = verb(rule.neutraliser);
     Some(match f {
         Finding::Kept { .. } => return None,
-        Finding::Weak { location: l, symbol: Some(name), distance } => {
-            format!("{verb} {} (distance {distance} after {name})", location(l))
-        }
-        Finding::Weak { location: l, symbol: None, distance } => {
-            format!("{verb} {} (distance {distance}, no symbol before it)", location(l))
+        Finding::Weak { location: l, symbol, distance, by } => {
+            let before = match symbol {
+                Some(name) => format!("distance {distance} after {name}"),
+                None => format!("distance {distance}, no symbol before it"),
+            };
+            // Where the kernel checks records, say which dead ones its
+            // check keeps: they are the ones a processed module changes.
+            let missed = if rule.criterion == Criterion::MaxOffset && *by == Found::Containment {
+                "; in no function, which the kernel's check misses: stock keeps its record enabled"
+            } else {
+                ""
+            };
+            format!("{verb} {} ({before}{missed})", location(l))
         }
         Finding::Doubt { location: l, why } => format!("keep {}: {}", location(l), doubt(why)),
     })
@@ -471,11 +479,23 @@ fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
         }
         Finding::Doubt { why, .. } => ("doubt", None, None, None, Some(doubt(why))),
     };
+    // Which rule found a dead entry, and what a kernel that loads the
+    // module as it is does with its record.
+    let (found_by, stock) = match f {
+        Finding::Weak { by: Found::KernelCheck, .. } => (Some("max_offset"), Some("rejected")),
+        Finding::Weak { by: Found::Containment, .. } => {
+            let checks = rule.is_some_and(|r| r.criterion == Criterion::MaxOffset);
+            (Some("in_function"), Some(if checks { "kept_enabled" } else { "kept_enabled_unchecked" }))
+        }
+        _ => (None, None),
+    };
     o.field("verdict", &Json::str(verdict));
     o.field("neutraliser", &neutraliser.map_or("null".into(), Json::str));
     o.field("distance", &distance.map_or("null".into(), |d| d.to_string()));
     o.field("symbol", &symbol.map_or("null".into(), Json::str));
     o.field("doubt", &why.as_deref().map_or("null".into(), Json::str));
+    o.field("found_by", &found_by.map_or("null".into(), Json::str));
+    o.field("stock", &stock.map_or("null".into(), Json::str));
     o.close()
 }
 

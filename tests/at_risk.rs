@@ -19,7 +19,7 @@ fn fixture(arch: Architecture, texts: Vec<Text>) -> Fixture {
         _ => (elf::R_X86_64_64, VERMAGIC),
     };
     let (endian, e_flags, callsite, adjust, modinfo) = (Endianness::Little, 0, "__mcount_loc", 0, Vec::new());
-    Fixture { arch, endian, e_flags, callsite, abs_type, adjust, vermagic, modinfo, texts }
+    Fixture { arch, endian, e_flags, callsite, abs_type, adjust, vermagic, modinfo, texts, function_size: 5 }
 }
 
 /// f at 0x40 with its record at f+4 (after endbr64), or at f itself in a
