@@ -96,14 +96,26 @@ pub struct Tally {
     pub unchanged: usize,
     pub errors: usize,
     pub skipped: std::collections::BTreeMap<LeftAlone, usize>,
+    /// Of `changed`, the modules that carry a signature.
+    pub signed: usize,
+    /// The functions at risk (each once) in the modules counted, and in
+    /// how many modules.
+    pub at_risk: usize,
+    pub at_risk_modules: usize,
 }
 
 impl Tally {
-    /// Count one module: how it ended up, or `None` for an error.
-    pub fn add(&mut self, outcome: Option<&Outcome>) {
+    /// Count one module: how it ended up, or `None` for an error, and how
+    /// many functions it puts at risk.
+    pub fn add(&mut self, outcome: Option<&Outcome>, at_risk: usize) {
         self.modules += 1;
+        self.at_risk += at_risk;
+        self.at_risk_modules += usize::from(at_risk > 0);
         match outcome {
-            Some(Outcome::Changed { .. }) => self.changed += 1,
+            Some(Outcome::Changed { signed, .. }) => {
+                self.changed += 1;
+                self.signed += usize::from(*signed);
+            }
             Some(Outcome::Unchanged) => self.unchanged += 1,
             Some(Outcome::Skipped(kind, _)) => *self.skipped.entry(*kind).or_default() += 1,
             None => self.errors += 1,
