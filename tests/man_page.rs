@@ -86,7 +86,7 @@ fn exit_status_and_examples_say_what_the_tool_does() {
 
 /// Column 15 is where roff starts the body of a `.TP` in a section (7 + 7
 /// ens), so an unfilled line there may hold 66 characters of an
-/// 80-column terminal; groff_renders_it_without_a_warning renders it.
+/// 80-column terminal; `groff_renders_it_without_a_warning` renders it.
 #[test]
 fn the_examples_fit_80_columns() {
     let examples = section(&page(), "EXAMPLES");
@@ -109,7 +109,7 @@ fn the_examples_fit_80_columns() {
 
 /// --help, and so the man page, names report-format.md where the packages
 /// and `make install` put it: the rpm's %doc and the .deb (compressed by
-/// dh_compress) in /usr/share/doc/zero-weak-mcount, make install in
+/// `dh_compress`) in /usr/share/doc/zero-weak-mcount, make install in
 /// $(DOCDIR), PREFIX/share/doc/zero-weak-mcount.
 #[test]
 fn the_help_names_where_report_format_is_installed() {
@@ -122,9 +122,12 @@ fn the_help_names_where_report_format_is_installed() {
     assert!(read("zero-weak-mcount.spec").contains("\n%doc README.md docs/report-format.md\n"), "the spec");
     let mut cmd = zero_weak_mcount::cli::command();
     let help = cmd.render_long_help().to_string();
-    for what in
-        ["report-format.md", "/usr/share/doc/zero-weak-mcount", "report-format.md.gz", "PREFIX/share/doc/zero-weak-mcount"]
-    {
+    for what in [
+        "report-format.md",
+        "/usr/share/doc/zero-weak-mcount",
+        "report-format.md.gz",
+        "PREFIX/share/doc/zero-weak-mcount",
+    ] {
         assert!(help.contains(what), "no {what:?} in\n{help}");
     }
     assert!(section(&page(), "FILES").contains(".I /usr/share/doc/zero\\-weak\\-mcount/report\\-format.md\n"));

@@ -536,7 +536,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 /// to vermagic and the /lib/modules folder) when either of its two checks
 /// lists a change: `git --no-optional-locks status -uno --porcelain`, or, on
 /// a git without that option, `git diff-index --name-only HEAD` (its
-/// scm_version, which reads nothing else for "-dirty"). This runs those two
+/// `scm_version`, which reads nothing else for "-dirty"). This runs those two
 /// commands themselves rather than a copy of the kernel's script: hooked,
 /// neither lists anything; a plain edit of the file is listed by both (the
 /// control); unhooked, the file is git's again.
@@ -551,18 +551,26 @@ fn install_kbuild_hook_on_a_git_tree_leaves_the_kernel_release_clean() {
     git(&tree, &["add", "."]);
     git(&tree, &["commit", "-qm", "v7.2"]);
     let dirty = |why: &str| {
-        for check in [&["--no-optional-locks", "status", "-uno", "--porcelain"][..], &["diff-index", "--name-only", "HEAD"]] {
+        for check in
+            [&["--no-optional-locks", "status", "-uno", "--porcelain"][..], &["diff-index", "--name-only", "HEAD"]]
+        {
             if check[0] == "diff-index" {
                 // As the kernel's comment says, diff-index does not refresh
                 // the index itself: a file rewritten with the same bytes
                 // would be listed, hooked or not.
-                let _ = std::process::Command::new("git").arg("-C").arg(&tree).args(["update-index", "-q", "--refresh"]).output();
+                let _ = std::process::Command::new("git")
+                    .arg("-C")
+                    .arg(&tree)
+                    .args(["update-index", "-q", "--refresh"])
+                    .output();
             }
             let out = git(&tree, check);
             assert_eq!(out.is_empty(), why.is_empty(), "{why}: git {check:?} printed {out:?}");
         }
     };
-    let hook = |args: &[&str]| run(std::process::Command::new(script("install-kbuild-hook")).arg("--root").arg(&t.root).args(args));
+    let hook = |args: &[&str]| {
+        run(std::process::Command::new(script("install-kbuild-hook")).arg("--root").arg(&t.root).args(args))
+    };
     dirty("");
     fs::write(tree.join("scripts/Makefile.modfinal"), [MODFINAL, b"# edited\n"].concat()).unwrap();
     dirty("control: a plain edit");
@@ -602,7 +610,8 @@ fn make_uninstall_unhooks_every_tree_and_leaves_the_root_as_it_was() {
     }
     // What `make` builds, as stand-ins: make install copies them.
     let built = t.root.with_extension("built");
-    for f in ["zero-weak-mcount", "docs/zero-weak-mcount.1", "docs/dh_zero_weak_mcount.1", "docs/install-kbuild-hook.8"] {
+    for f in ["zero-weak-mcount", "docs/zero-weak-mcount.1", "docs/dh_zero_weak_mcount.1", "docs/install-kbuild-hook.8"]
+    {
         fs::create_dir_all(built.join(f).parent().unwrap()).unwrap();
         fs::write(built.join(f), f).unwrap();
     }
@@ -637,7 +646,11 @@ fn make_uninstall_unhooks_every_tree_and_leaves_the_root_as_it_was() {
     // The refusal: a dpkg-divert that says another package diverts the files.
     let fake = built.join("fake-bin");
     fs::create_dir_all(&fake).unwrap();
-    fs::write(fake.join("dpkg-divert"), "#!/bin/sh\ncase \" $* \" in *' --listpackage '*) echo other-package ;; esac\n").unwrap();
+    fs::write(
+        fake.join("dpkg-divert"),
+        "#!/bin/sh\ncase \" $* \" in *' --listpackage '*) echo other-package ;; esac\n",
+    )
+    .unwrap();
     fs::set_permissions(fake.join("dpkg-divert"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let with_fake = format!("{}:{path}", fake.display());
     let mid = snapshot(&t.root);
@@ -651,7 +664,12 @@ fn make_uninstall_unhooks_every_tree_and_leaves_the_root_as_it_was() {
         assert_eq!(fs::read(f).unwrap(), MODFINAL, "{}", f.display());
     }
     let after = snapshot(&t.root);
-    let diff: Vec<_> = after.iter().filter(|e| !before.contains(e)).chain(before.iter().filter(|e| !after.contains(e))).collect();
-    assert!(diff.is_empty(), "the root differs from before make install in: {:?}", diff.iter().map(|e| &e.0).collect::<Vec<_>>());
+    let diff: Vec<_> =
+        after.iter().filter(|e| !before.contains(e)).chain(before.iter().filter(|e| !after.contains(e))).collect();
+    assert!(
+        diff.is_empty(),
+        "the root differs from before make install in: {:?}",
+        diff.iter().map(|e| &e.0).collect::<Vec<_>>()
+    );
     let _ = fs::remove_dir_all(&built);
 }
