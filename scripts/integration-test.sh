@@ -182,7 +182,7 @@ tool=$droot/usr/bin/zero-weak-mcount
 log "package: installed .deb (dpkg --verify clean) and .rpm (rpm -V clean), make install: 20 files (man -l renders every page in 80 columns)"
 log "tool: $tool ($("$tool" --version))"
 
-export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work ZWM_ROOT=$droot ZWM_RPM_ROOT=$rroot ZWM_DEB=$deb
+export ZWM_REPO=$repo ZWM_TOOL=$tool ZWM_KVER=$kver ZWM_WORK=$work ZWM_ROOT=$droot ZWM_RPM_ROOT=$rroot ZWM_DEB=$deb ZWM_HOOKED=$work/hooked
 log "KVER $kver, scratch $work"
 hdr=$(make_headers_copy "$work/root") || die "copying the headers of $kver failed"
 export ZWM_HDR=$hdr
