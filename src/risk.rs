@@ -60,6 +60,10 @@ pub struct Record {
     pub ip: u64,
     /// The kernel rejects it (a weak body's entry): neutralised, it is gone.
     pub dead: bool,
+    /// Its word's offset in the callsite table: what names it in the
+    /// report's findings on every arch, where its ip may differ from the
+    /// finding's location by the adjust.
+    pub table_offset: u64,
 }
 
 /// The module as the lookup sees it.
@@ -113,8 +117,25 @@ pub struct AtRisk {
     pub covered_by_dead: bool,
     pub dead_section: String,
     pub dead_site: u64,
+    /// The dead record's word in the callsite table (a finding's
+    /// `table_offset`).
+    pub dead_table_offset: u64,
     /// The arch's reason for F's record to sit past F, where it has one.
     pub why: Option<&'static str>,
+}
+
+impl AtRisk {
+    /// The same function as `other` (the report has an item per dead
+    /// record a function's lookup can return).
+    fn same_function(&self, other: &AtRisk) -> bool {
+        (self.function_addr, &self.section, &self.function) == (other.function_addr, &other.section, &other.function)
+    }
+}
+
+/// The report's items grouped by function, each function once, in
+/// laid-out order: [`at_risk`] gives a function's items one after another.
+pub fn by_function(list: &[AtRisk]) -> impl Iterator<Item = &[AtRisk]> {
+    list.chunk_by(AtRisk::same_function)
 }
 
 /// A laid-out address: region, then offset in it.
@@ -257,7 +278,7 @@ mod tests {
     }
 
     fn r(section: u32, ip: u64, dead: bool) -> Record {
-        Record { section, ip, dead }
+        Record { section, ip, dead, table_offset: 0 }
     }
 
     /// `(name, dead section, dead ip)` of each item.
