@@ -198,6 +198,7 @@ pub static ROWS: &[Row] = &[
     row(Arch::S390, OLDEST_READ, None, Contains { before: 0 }, Fixed(S390)),
     row(Arch::LoongArch, LOONGARCH_READ_SINCE, None, Contains { before: 0 }, Fixed(LOONGARCH)),
     row(Arch::Arm, OLDEST_READ, None, Contains { before: 0 }, Fixed(ARM)),
+    // mips: read in 5.10.262, 6.1.176, 6.12.95 and 7.2.13.
     row(Arch::Mips64, OLDEST_READ, None, Contains { before: 0 }, Fixed(MIPS)),
     row(Arch::Mips32, OLDEST_READ, None, Contains { before: 0 }, Fixed(MIPS)),
 ];
