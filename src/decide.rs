@@ -526,7 +526,7 @@ pub(crate) mod tests {
         Input::Ips { section, ips: [ip, 0], count: 1 }
     }
 
-    fn region(name: &str) -> Region {
+    pub(crate) fn region(name: &str) -> Region {
         if name.starts_with(".init") { Region::InitText } else { Region::Text }
     }
 
