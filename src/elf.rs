@@ -1075,19 +1075,16 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>, V: Visit>(
     // `object` checked them, since the types differ in that order only.
     let bytes = object::pod::bytes_of_slice(symtab.symbols());
     let cast = |()| malformed("symbol table");
+    macro_rules! walk {
+        ($t:ty, $e:expr) => {
+            walk.run(object::pod::slice_from_all_bytes::<$t>(bytes).map_err(cast)?, $e, xindex, visit)
+        };
+    }
     match (info.is_64, info.big_endian) {
-        (true, false) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym64<Le>>(bytes).map_err(cast)?, Le, xindex, visit)
-        }
-        (true, true) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym64<Be>>(bytes).map_err(cast)?, Be, xindex, visit)
-        }
-        (false, false) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym32<Le>>(bytes).map_err(cast)?, Le, xindex, visit)
-        }
-        (false, true) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym32<Be>>(bytes).map_err(cast)?, Be, xindex, visit)
-        }
+        (true, false) => walk!(Sym64<Le>, Le),
+        (true, true) => walk!(Sym64<Be>, Be),
+        (false, false) => walk!(Sym32<Le>, Le),
+        (false, true) => walk!(Sym32<Be>, Be),
     }
 }
 
