@@ -21,8 +21,7 @@
 )]
 
 use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
-use crate::rule::Input;
-use crate::rule::{Criterion, Region, Rule};
+use crate::rule::{Criterion, Input, Region, Rule};
 
 /// The symbols of a module, sorted on the first question that needs them:
 /// the nearest symbol at or below an address is then one binary search
