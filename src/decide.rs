@@ -365,10 +365,8 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
         return Verdict::Doubt(reason);
     }
     let (nearest, ip) = first_miss.expect("at least one candidate ip");
-    match nearest {
-        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: ip - s.value, by: Found::KernelCheck },
-        None => Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck },
-    }
+    let distance = nearest.map_or(0, |s| ip - s.value);
+    Verdict::Dead { nearest: nearest.map(|s| symbols.name(&s)), distance, by: Found::KernelCheck }
 }
 
 /// Decide one entry by the rule of `scripts/sorttable.c` (`cmp_func_addr()`,
