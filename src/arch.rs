@@ -293,12 +293,8 @@ impl PpcBuild {
 /// larger, which can only keep more.
 fn ppc64_v6_2(cx: Ctx<'_>) -> Result<Choice, NoRule> {
     ppc64_elfv2(cx)?;
-    match PpcBuild::of(cx) {
-        (PpcBuild::Mprofile, basis) => {
-            Ok(Choice { section: MCOUNT_LOC, max_offset: 16, adjust: Adjust::Identity, basis })
-        }
-        _ => Err(NoRule::PpcPlainPg),
-    }
+    let (PpcBuild::Mprofile, basis) = PpcBuild::of(cx) else { return Err(NoRule::PpcPlainPg) };
+    Ok(Choice { section: MCOUNT_LOC, max_offset: 16, adjust: Adjust::Identity, basis })
 }
 
 /// ppc64 in 6.6-6.12: patchable entries come in pairs of NOPs

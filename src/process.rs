@@ -159,9 +159,7 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     let image = signed_len.map_or(data, |len| &data[..len]);
 
     let info = elf::parse_info(image)?;
-    if let Some(w) = opts.kconfig.as_ref().and_then(|c| other_release(c, &info)) {
-        warnings.push(w);
-    }
+    warnings.extend(opts.kconfig.as_ref().and_then(|c| other_release(c, &info)));
     let decided = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
         Scope::NoRule(why) => Decided::left(LeftAlone::NoRule, why.to_string()),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
