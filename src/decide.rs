@@ -10,8 +10,10 @@
 //! section's start, and how close it lands depends on load-time layout. Such
 //! entries are kept, with the reason, as is anything else we cannot be sure of.
 //!
-//! Where the kernel checks nothing ([`contains`]), an entry is valid when its
-//! location lies inside a sized function symbol of its own section.
+//! On every arch an entry is also dead when its location lies in no sized
+//! function symbol of its own section (sorttable's rule): alone where the
+//! kernel checks nothing ([`contains`]), besides the kernel's check where
+//! it has one ([`checked_and_contained`]).
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -212,7 +214,8 @@ struct Spans {
 
 impl Spans {
     fn new(index: &SymbolIndex<'_>) -> Spans {
-        let mut spans = Spans::default();
+        let sized = index.symbols.iter().filter(|s| s.size > 0).count();
+        let mut spans = Spans { starts: Vec::with_capacity(sized), reach: Vec::with_capacity(sized) };
         for sym in index.keys().iter().map(|&k| index.symbol(k)).filter(|s| s.size > 0) {
             // Bit 0 of an arm Thumb-2 function symbol is the mode, not the
             // address; no other arch of the rule starts code at an odd one.
@@ -501,14 +504,27 @@ pub enum Doubt {
     RegionStart { max: u64 },
 }
 
+/// Which rule found a dead entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The kernel's own check (`test_for_valid_rec()`): no symbol at most
+    /// `FTRACE_MCOUNT_MAX_OFFSET` below the record. Stock disables the
+    /// record and lists it as `__ftrace_invalid_address___<distance>`.
+    KernelCheck,
+    /// sorttable's rule: the patched site lies in no sized function symbol
+    /// of its section. Stock keeps the record enabled, named after the
+    /// function before it (its check, where it has one, finds that
+    /// function's symbol close enough).
+    Containment,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict<'a> {
     /// A symbol explains the location: the kernel keeps the record.
     Valid,
-    /// No symbol explains it: a dead record, which the kernel rejects (and
-    /// prints as `__ftrace_invalid_address___<distance>`) or, under
-    /// [`Criterion::Contains`], keeps under a wrong name.
-    Dead { nearest: Option<&'a [u8]>, distance: u64 },
+    /// A dead record: `by` says which rule found it, and so what a kernel
+    /// that loads it as it is does with it.
+    Dead { nearest: Option<&'a [u8]>, distance: u64, by: Found },
     /// Kept because we cannot be sure, for this reason.
     Doubt(Doubt),
 }
@@ -560,8 +576,8 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
     }
     let (nearest, ip) = first_miss.expect("at least one candidate ip");
     match nearest {
-        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: ip - s.value },
-        None => Verdict::Dead { nearest: None, distance: 0 },
+        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: ip - s.value, by: Found::KernelCheck },
+        None => Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck },
     }
 }
 
@@ -607,15 +623,56 @@ pub fn contains<'a>(entry: &Entry, symbols: &SymbolIndex<'a>, layout: &Layout, b
     if symbols.in_function(section, at, before) {
         return Verdict::Valid;
     }
+    outside(section, at, symbols, layout, before)
+}
+
+/// The verdict on a location that no sized function of `section` covers
+/// (allowing `before` bytes ahead of one): dead, unless the module looks
+/// stripped or the nearest symbol has no size to test.
+fn outside<'a>(section: u32, at: u64, symbols: &SymbolIndex<'a>, layout: &Layout, before: u64) -> Verdict<'a> {
     if let Some(why) = layout.stripped {
         return Verdict::Doubt(Doubt::Stripped(why));
     }
     match symbols.at_or_below(section, at.saturating_add(before)) {
-        None => Verdict::Dead { nearest: None, distance: 0 },
+        None => Verdict::Dead { nearest: None, distance: 0, by: Found::Containment },
         Some(s) if s.size == 0 => {
             Verdict::Doubt(Doubt::Unsized { symbol: String::from_utf8_lossy(symbols.name(&s)).into_owned() })
         }
-        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: at.saturating_sub(s.value) },
+        Some(s) => Verdict::Dead {
+            nearest: Some(symbols.name(&s)),
+            distance: at.saturating_sub(s.value),
+            by: Found::Containment,
+        },
+    }
+}
+
+/// Decide one entry on an arch whose kernel checks records
+/// ([`Criterion::MaxOffset`]): by that check ([`decide`]), then by
+/// sorttable's rule on the patched site. The kernel's check alone keeps a
+/// dead weak body that starts within `FTRACE_MCOUNT_MAX_OFFSET` of the end
+/// of a short function before it (sid's ppc64el kvm.ko: 16 bytes past a
+/// 12-byte function); containment finds it. Containment only ever adds a
+/// dead entry: what the kernel's check rejects is dead whatever it says,
+/// and where containment cannot tell (a stripped module, a symbol without
+/// a size) the kernel's check decides alone.
+pub fn checked_and_contained<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max: u64) -> Verdict<'a> {
+    let verdict = decide(input, symbols, layout, max);
+    let layout_doubt =
+        matches!(verdict, Verdict::Doubt(Doubt::Preceded { .. } | Doubt::Overhang { .. } | Doubt::RegionStart { .. }));
+    let &Input::Ips { section, ips, count } = input else { return verdict };
+    // Most records sit in the function whose symbol is the nearest below:
+    // that search gallops from the last answer. Only where it does not
+    // (an alias without a size first, a nested symbol) are all functions
+    // asked.
+    let inside = |ip: u64| {
+        symbols.at_or_below(section, ip).is_some_and(|s| ip - s.value < s.size) || symbols.in_function(section, ip, 0)
+    };
+    if !(verdict == Verdict::Valid || layout_doubt) || ips[..count].iter().any(|&ip| inside(ip)) {
+        return verdict;
+    }
+    match outside(section, ips[0], symbols, layout, 0) {
+        dead @ Verdict::Dead { .. } => dead,
+        _ => verdict,
     }
 }
 
@@ -626,6 +683,8 @@ pub struct Decisions {
     pub dead: Vec<usize>,
     /// Entries kept because we cannot be sure.
     pub doubt: Vec<usize>,
+    /// How many dead entries sorttable's rule found ([`Found::Containment`]).
+    pub contained: usize,
 }
 
 /// Decide every entry of a callsite table. This is the one per-entry
@@ -643,12 +702,17 @@ pub fn all<'a>(
     let mut out = Decisions::default();
     for (i, entry) in entries.iter().enumerate() {
         let verdict = match rule.criterion {
-            Criterion::MaxOffset => decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset),
+            Criterion::MaxOffset => {
+                checked_and_contained(&rule.input(image, info, entry), symbols, layout, rule.max_offset)
+            }
             Criterion::Contains { before } => contains(entry, symbols, layout, before),
         };
         match &verdict {
             Verdict::Valid => {}
-            Verdict::Dead { .. } => out.dead.push(i),
+            Verdict::Dead { by, .. } => {
+                out.dead.push(i);
+                out.contained += usize::from(*by == Found::Containment);
+            }
             Verdict::Doubt(_) => out.doubt.push(i),
         }
         each(i, entry, &verdict);
@@ -858,7 +922,16 @@ impl elf::Visit for AllKept<'_> {
 
     #[inline]
     fn symbol(&mut self, symbol: LookupSymbol) -> ControlFlow<()> {
-        if self.blocks.add(symbol.section, symbol.value) { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+        // Only a function longer than the widest window goes in: one that
+        // starts in an entry's window then also covers the entry's ip, so a
+        // hit answers the kernel's check and sorttable's rule at once.
+        // Anything else (a shorter function, an unsized symbol) leaves its
+        // entries to the full decision.
+        if symbol.size <= self.rule.max_offset || self.blocks.add(symbol.section, symbol.value) {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
     }
 
     fn symbols_read(&mut self) -> ControlFlow<()> {
@@ -937,11 +1010,20 @@ mod tests {
     fn boundary_is_inclusive_at_max_and_rejects_max_plus_one() {
         let (s, l) = setup(&[sym(1, 0x100, "f")], vec![text(".text", 0x1000)]);
         assert_eq!(decide(&at(1, 0x104), &s, &l, 4), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x105), &s, &l, 4), Verdict::Dead { nearest: Some(b"f"), distance: 5 });
+        assert_eq!(
+            decide(&at(1, 0x105), &s, &l, 4),
+            Verdict::Dead { nearest: Some(b"f"), distance: 5, by: Found::KernelCheck }
+        );
         assert_eq!(decide(&at(1, 0x100), &s, &l, 0), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x101), &s, &l, 0), Verdict::Dead { nearest: Some(b"f"), distance: 1 });
+        assert_eq!(
+            decide(&at(1, 0x101), &s, &l, 0),
+            Verdict::Dead { nearest: Some(b"f"), distance: 1, by: Found::KernelCheck }
+        );
         assert_eq!(decide(&at(1, 0x110), &s, &l, 16), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x111), &s, &l, 16), Verdict::Dead { nearest: Some(b"f"), distance: 17 });
+        assert_eq!(
+            decide(&at(1, 0x111), &s, &l, 16),
+            Verdict::Dead { nearest: Some(b"f"), distance: 17, by: Found::KernelCheck }
+        );
     }
 
     #[test]
@@ -951,9 +1033,15 @@ mod tests {
             vec![text(".text", 0x1000), text(".other", 0x100)],
         );
         assert_eq!(decide(&at(1, 0x84), &s, &l, 4), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x150), &s, &l, 4), Verdict::Dead { nearest: Some(b"b"), distance: 0xd0 });
+        assert_eq!(
+            decide(&at(1, 0x150), &s, &l, 4),
+            Verdict::Dead { nearest: Some(b"b"), distance: 0xd0, by: Found::KernelCheck }
+        );
         // Symbols of other sections never explain a location.
-        assert_eq!(decide(&at(2, 0x84), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(
+            decide(&at(2, 0x84), &s, &l, 4),
+            Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck }
+        );
     }
 
     #[test]
@@ -961,7 +1049,7 @@ mod tests {
         // A weak body at .text+0, where the region starts: the kernel finds
         // no symbol at all and prints __ftrace_invalid_address___0.
         let (s, l) = setup(&[sym(1, 0x10, "f")], vec![text(".text", 0x100)]);
-        assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck });
     }
 
     #[test]
@@ -971,7 +1059,7 @@ mod tests {
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(Doubt::Preceded { max: 4, by: ".text".into() }));
         assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
         // One byte further, no symbol of .text can be within 4 bytes.
-        assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck });
         // A symbol of its own section settles it either way.
         assert_eq!(decide(&at(2, 0x44), &s, &l, 4), Verdict::Valid);
     }
@@ -980,7 +1068,7 @@ mod tests {
     fn init_text_is_its_own_region_except_where_the_arch_merges_it() {
         let sections = vec![text(".text", 0x100), text(".init.text", 0x100)];
         let (s, l) = setup(&[sym(1, 0x10, "f")], sections.clone());
-        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck });
         // ppc64 puts .init.text in core text, right after .text.
         let index = SymbolIndex::new(&[sym(1, 0x10, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
@@ -1022,7 +1110,7 @@ mod tests {
         let weak = crate::rule::Adjust::Add(8).candidates(0x60, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips: weak.0, count: weak.1 }, &s, &l, 16),
-            Verdict::Dead { nearest: Some(b"f"), distance: 0x44 }
+            Verdict::Dead { nearest: Some(b"f"), distance: 0x44, by: Found::KernelCheck }
         );
     }
 
@@ -1038,7 +1126,7 @@ mod tests {
         let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, true);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16),
-            Verdict::Dead { nearest: Some(b"g"), distance: 0x18 }
+            Verdict::Dead { nearest: Some(b"g"), distance: 0x18, by: Found::KernelCheck }
         );
         // The +8 candidate alone can make an entry valid.
         let (s2, l2) = setup(&[sym(1, 0x30, "h")], vec![text(".text", 0x100)]);
@@ -1048,7 +1136,7 @@ mod tests {
         let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16),
-            Verdict::Dead { nearest: None, distance: 0 }
+            Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck }
         );
     }
 
@@ -1067,14 +1155,39 @@ mod tests {
         let verdict = |at, before| contains(&entry(1, at), &s, &l, before);
         assert_eq!(verdict(0x40, 0), Verdict::Valid);
         assert_eq!(verdict(0x7f, 0), Verdict::Valid);
-        assert_eq!(verdict(0x80, 0), Verdict::Dead { nearest: Some(b"f"), distance: 0x40 });
-        assert_eq!(verdict(0x3f, 0), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(verdict(0x80, 0), Verdict::Dead { nearest: Some(b"f"), distance: 0x40, by: Found::Containment });
+        assert_eq!(verdict(0x3f, 0), Verdict::Dead { nearest: None, distance: 0, by: Found::Containment });
         assert_eq!(verdict(0x38, 8), Verdict::Valid);
-        assert_eq!(verdict(0x34, 8), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(verdict(0x34, 8), Verdict::Dead { nearest: None, distance: 0, by: Found::Containment });
         assert_eq!(verdict(0xb8, 8), Verdict::Valid);
-        assert_eq!(verdict(0xb4, 8), Verdict::Dead { nearest: Some(b"f"), distance: 0x74 });
+        assert_eq!(verdict(0xb4, 8), Verdict::Dead { nearest: Some(b"f"), distance: 0x74, by: Found::Containment });
         // Another section's functions never contain a location.
-        assert_eq!(contains(&entry(2, 0x50), &s, &l, 8), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(
+            contains(&entry(2, 0x50), &s, &l, 8),
+            Verdict::Dead { nearest: None, distance: 0, by: Found::Containment }
+        );
+    }
+
+    #[test]
+    fn where_the_kernel_checks_records_containment_finds_what_its_check_keeps() {
+        // sid ppc64el's kvm.ko: a dead body 16 bytes past a 12-byte function,
+        // within the max offset of 16, so the kernel's check keeps it.
+        let (s, mut l) = setup(&[func(1, 0x40, 12, "f"), func(1, 0x80, 0x40, "g")], vec![text(".text", 0x200)]);
+        let v = |ip| checked_and_contained(&at(1, ip), &s, &l, 16);
+        assert_eq!(v(0x50), Verdict::Dead { nearest: Some(b"f"), distance: 16, by: Found::Containment });
+        assert_eq!(v(0x48), Verdict::Valid);
+        assert_eq!(v(0x88), Verdict::Valid);
+        // What the kernel's check rejects stays its finding.
+        assert_eq!(v(0x51), Verdict::Dead { nearest: Some(b"f"), distance: 17, by: Found::KernelCheck });
+        // One candidate inside a function is enough (clang's ppc64 pair).
+        let pair = Input::Ips { section: 1, ips: [0x50, 0x80], count: 2 };
+        assert_eq!(checked_and_contained(&pair, &s, &l, 16), Verdict::Valid);
+        // A stripped module: the kernel's check decides alone.
+        l.stripped = Some(Stripped::OnlyRelocated);
+        assert_eq!(checked_and_contained(&at(1, 0x50), &s, &l, 16), Verdict::Valid);
+        // An unsized symbol gives no extent to test: the check decides.
+        let (s, l) = setup(&[sym(1, 0x40, "f")], vec![text(".text", 0x200)]);
+        assert_eq!(checked_and_contained(&at(1, 0x50), &s, &l, 16), Verdict::Valid);
     }
 
     #[test]
@@ -1083,7 +1196,10 @@ mod tests {
         // of the outer function look uncovered.
         let (s, l) = setup(&[func(1, 0x40, 0x100, "a"), func(1, 0x60, 0x8, "b")], vec![text(".text", 0x200)]);
         assert_eq!(contains(&entry(1, 0x100), &s, &l, 0), Verdict::Valid);
-        assert_eq!(contains(&entry(1, 0x140), &s, &l, 0), Verdict::Dead { nearest: Some(b"b"), distance: 0xe0 });
+        assert_eq!(
+            contains(&entry(1, 0x140), &s, &l, 0),
+            Verdict::Dead { nearest: Some(b"b"), distance: 0xe0, by: Found::Containment }
+        );
     }
 
     #[test]

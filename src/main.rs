@@ -12,7 +12,7 @@ use zero_weak_mcount::error::Error;
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, Outcome, Tally};
 use zero_weak_mcount::render::{self, Human, Usage, Walked};
-use zero_weak_mcount::{stop, walk};
+use zero_weak_mcount::{risk, stop, walk};
 
 /// What one file produced: lines to print, and how to count it.
 struct Done {
@@ -20,6 +20,8 @@ struct Done {
     /// The module's `--format=json` line.
     json: Option<String>,
     outcome: Result<Outcome, ()>,
+    /// The functions the module puts at risk, each once.
+    at_risk: usize,
 }
 
 #[cfg_attr(test, allow(dead_code))]
@@ -75,7 +77,7 @@ fn run() -> u8 {
                 p.clear();
             }
             print_done(&done);
-            tally.add(done.outcome.as_ref().ok());
+            tally.add(done.outcome.as_ref().ok(), done.at_risk);
             if let Some(p) = &mut progress {
                 p.done(finished);
             }
@@ -218,6 +220,7 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
                             lines: render::human(&shown, &err, Human::default()),
                             json,
                             outcome: Err(()),
+                            at_risk: 0,
                         });
                     } else if found.modules.is_empty() {
                         say(&render::walked(path, Walked::Empty));
@@ -270,7 +273,8 @@ fn run_one(path: &Path, output: Option<&Path>, opts: &Options, tree: bool, forma
     let how = Human { check: opts.check && !json, verbose: opts.verbose && !json, tree };
     let lines = render::human(&shown, &result, how);
     let json = json.then(|| render::json(&shown, &result, opts.check));
-    Done { lines, json, outcome: result.map(|a| a.outcome).map_err(|_| ()) }
+    let at_risk = result.as_ref().map_or(0, |a| risk::by_function(&a.report.at_risk).count());
+    Done { lines, json, outcome: result.map(|a| a.outcome).map_err(|_| ()), at_risk }
 }
 
 /// The process's entry, in place of std's runtime start (`#![no_main]`).

@@ -14,7 +14,7 @@ use crate::kconfig::Kconfig;
 use crate::plan::{self, Plan};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
 use crate::risk::{self, AtRisk, Record};
-use crate::rule::{Adjust, Criterion, Input, Neutraliser, PatchSite, Rule};
+use crate::rule::{Adjust, Input, Neutraliser, PatchSite, Rule};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -95,14 +95,26 @@ pub struct Tally {
     pub unchanged: usize,
     pub errors: usize,
     pub skipped: std::collections::BTreeMap<LeftAlone, usize>,
+    /// Of `changed`, the modules that carry a signature.
+    pub signed: usize,
+    /// The functions at risk (each once) in the modules counted, and in
+    /// how many modules.
+    pub at_risk: usize,
+    pub at_risk_modules: usize,
 }
 
 impl Tally {
-    /// Count one module: how it ended up, or `None` for an error.
-    pub fn add(&mut self, outcome: Option<&Outcome>) {
+    /// Count one module: how it ended up, or `None` for an error, and how
+    /// many functions it puts at risk.
+    pub fn add(&mut self, outcome: Option<&Outcome>, at_risk: usize) {
         self.modules += 1;
+        self.at_risk += at_risk;
+        self.at_risk_modules += usize::from(at_risk > 0);
         match outcome {
-            Some(Outcome::Changed { .. }) => self.changed += 1,
+            Some(Outcome::Changed { signed, .. }) => {
+                self.changed += 1;
+                self.signed += usize::from(*signed);
+            }
             Some(Outcome::Unchanged) => self.unchanged += 1,
             Some(Outcome::Skipped(kind, _)) => *self.skipped.entry(*kind).or_default() += 1,
             None => self.errors += 1,
@@ -326,13 +338,12 @@ fn decide_module(
     let (mut decisions, mut findings) = decide_all(&layout);
     // Under the containment rule a static function whose symbol
     // `--strip-unneeded` took looks just like an overridden weak body. Ask
-    // whether the module looks stripped only when something would go: the
-    // question reads every relocation section. The offset rule needs no
-    // such guard: it is the kernel's own check, which rejects such a record
-    // whether or not it is zeroed.
-    if matches!(rule.criterion, Criterion::Contains { .. })
-        && layout.stripped.is_none()
-        && !decisions.dead.is_empty()
+    // whether the module looks stripped only when that rule found something
+    // to take out: the question reads every relocation section. What the
+    // kernel's own check finds needs no such guard: the kernel rejects
+    // such a record whether or not it is zeroed.
+    if layout.stripped.is_none()
+        && decisions.contained > 0
         && elf::only_relocated_locals(image, info, &extracted.callsite)?
     {
         layout.stripped = Some(Stripped::OnlyRelocated);
@@ -531,10 +542,11 @@ fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) ->
     };
     let location = Location { section, offset, table_offset: entry.word_offset };
     match verdict {
-        Verdict::Dead { nearest, distance } => Finding::Weak {
+        Verdict::Dead { nearest, distance, by } => Finding::Weak {
             location,
             symbol: nearest.map(|name| String::from_utf8_lossy(name).into_owned()),
             distance: *distance,
+            by: *by,
         },
         Verdict::Doubt(why) => Finding::Doubt { location, why: why.clone() },
         Verdict::Valid => Finding::Kept { location },

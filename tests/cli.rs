@@ -435,9 +435,10 @@ fn json_reports_the_bundled_modules_entries() {
         o.contains(
             "\"findings\": [{\"location\": \".text+0x0\", \"section\": \".text\", \"offset\": \"0x0\", \
              \"table_offset\": \"0x0\", \"verdict\": \"weak\", \"neutraliser\": \"zero\", \"distance\": 0, \
-             \"symbol\": null, \"doubt\": null}, {\"location\": \".text+0x20\", \"section\": \".text\", \
-             \"offset\": \"0x20\", \"table_offset\": \"0x10\", \"verdict\": \"weak\", \"neutraliser\": \"zero\", \
-             \"distance\": 16, \"symbol\": \"zwm_arch_kept\", \"doubt\": null}]"
+             \"symbol\": null, \"doubt\": null, \"found_by\": \"max_offset\", \"stock\": \"rejected\"}, \
+             {\"location\": \".text+0x20\", \"section\": \".text\", \"offset\": \"0x20\", \"table_offset\": \"0x10\", \
+             \"verdict\": \"weak\", \"neutraliser\": \"zero\", \"distance\": 16, \"symbol\": \"zwm_arch_kept\", \
+             \"doubt\": null, \"found_by\": \"max_offset\", \"stock\": \"rejected\"}]"
         ),
         "{o}"
     );
