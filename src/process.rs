@@ -11,6 +11,7 @@ use crate::decide::{self, Layout, Stripped, SymbolIndex, Verdict};
 use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbols, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
+use crate::kept;
 use crate::plan::{self, Plan};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
 use crate::risk::{self, AtRisk, Record};
@@ -304,9 +305,18 @@ fn decide_module(
     // Most modules have no dead entry, and the offset rule can say so as
     // the module is read, keeping nothing: then there is nothing more to
     // find, to report or to write.
-    let all_kept = if opts.verbose { None } else { decide::all_kept(image, info, callsite, rule)? };
+    let all_kept = if opts.verbose { None } else { kept::all_kept(image, info, callsite, rule)? };
     if let Some(entries) = all_kept {
         let counts = Counts { entries, weak: 0, doubt: 0 };
+        // The full decision (`-v` takes it) must find no dead entry and no
+        // doubt either: every debug-build run checks it.
+        debug_assert_eq!(
+            decide_module(image, info, rule, &Options { verbose: true, ..opts.clone() }, &mut Vec::new())
+                .ok()
+                .and_then(|full| full.report.counts),
+            Some(counts),
+            "the answer while reading keeps what the full decision does not"
+        );
         let report = Report { rule: Some(facts(rule)), counts: Some(counts), ..Report::default() };
         return Ok(Decided { plan: Plan::default(), neutralised: 0, left: None, report });
     }
@@ -389,7 +399,8 @@ fn at_risk(
     let mut records = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         if let Input::Ips { section, ips, .. } = rule.input(image, info, entry) {
-            records.push(Record { section, ip: ips[0], dead: dead.binary_search(&i).is_ok() });
+            let dead = dead.binary_search(&i).is_ok();
+            records.push(Record { section, ip: ips[0], dead, table_offset: entry.word_offset });
         }
     }
     // arm64 and riscv 6.13+: the kernel's record is the patched instruction,
@@ -415,6 +426,7 @@ fn at_risk(
                 covered_by_dead: found.covered_by_dead,
                 dead_section: name(found.dead.section),
                 dead_site: found.dead.ip,
+                dead_table_offset: found.dead.table_offset,
                 why,
             }
         })

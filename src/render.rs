@@ -355,6 +355,7 @@ fn json_at_risk(list: &[AtRisk]) -> String {
             let other = (r.dead_section != r.section).then(|| Json::str(&r.dead_section));
             o.field("dead_section", &other.unwrap_or_else(|| "null".into()));
             o.field("reason", &Json::str(&at_risk_reason(r)));
+            o.field("dead_table_offset", &hex(r.dead_table_offset));
             o.close()
         })
         .collect();

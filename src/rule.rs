@@ -242,7 +242,7 @@ impl Adjust {
     /// The candidate ips for a location; `global_entry` says whether the two
     /// instructions at the location are the clang global-entry pair.
     #[must_use]
-    #[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
+    #[allow(clippy::inline_always, reason = "once per entry in the relocation walk of kept::all_kept")]
     #[inline(always)]
     pub fn candidates(self, addr: u64, global_entry: bool) -> ([u64; 2], usize) {
         match self {
@@ -355,7 +355,7 @@ impl Rule {
     /// The decision input for one entry: its candidate record ips, after
     /// `ftrace_call_adjust()`.
     #[must_use]
-    #[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
+    #[allow(clippy::inline_always, reason = "once per entry in the relocation walk of kept::all_kept")]
     #[inline(always)]
     pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
         match &entry.target {
