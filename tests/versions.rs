@@ -205,3 +205,27 @@ fn mapping_symbols_follow_the_release() {
         assert_eq!(gone.contains(&(".text".to_string(), 0x180)), goes, "{release} {symbol}: {summary}");
     }
 }
+
+#[test]
+fn a_function_at_risk_names_its_dead_record_as_the_findings_do() {
+    // ppc64 6.12 adds 4 to each location: the at-risk item's dead site is
+    // the record's ip, a finding's offset the location; the table offset
+    // joins the two.
+    let mut f = ppc64("6.12.107+deb13-powerpc64le", PPC_PATCHABLE, "__patchable_function_entries", 4);
+    // f's kallsyms extent runs on to g, over a dead body's record.
+    f.function_size = 12;
+    f.texts.truncate(1);
+    f.texts[0].symbols = vec![("f", 0x40), ("g", 0x80)];
+    f.texts[0].ips = vec![0x48, 0x58, 0x88];
+    let a = analyze(&f.build(), &Options::default()).unwrap();
+    let json = zero_weak_mcount::render::json("m.ko", &Ok(a), true);
+    let values = |key: &str| -> Vec<String> {
+        json.split(&format!("\"{key}\": \"")).skip(1).map(|rest| rest[..rest.find('"').unwrap()].to_string()).collect()
+    };
+    let (dead, findings) = (values("dead_table_offset"), values("table_offset"));
+    assert!(!dead.is_empty(), "a function at risk: {json}");
+    for d in &dead {
+        assert!(findings.contains(d), "{d} is no finding's table_offset: {json}");
+    }
+    assert_ne!(values("dead_site"), values("offset")[..dead.len()], "the ips and locations differ by the adjust");
+}
