@@ -3,6 +3,8 @@
 """Render scripts/bench.sh results (hyperfine JSON, TSV) as one table of ratios.
 
 usage: report.py RESULTS_DIR
+       report.py --doc DOC TABLE   put TABLE (results/table.txt) into DOC between its marker lines,
+                                   less the in-process phases and the profile (in results/)
 """
 import glob
 import json
@@ -10,6 +12,17 @@ import os
 import re
 import statistics
 import sys
+
+if sys.argv[1] == "--doc":
+    doc, table = sys.argv[2], open(sys.argv[3]).read()
+    table = re.sub(r"\n== In-process phases.*?\n(?=\n== )", "", table, flags=re.S)
+    table = re.sub(r"  inclusive, top functions:\n(    .*\n)*", "", table)
+    begin, end = "<!-- written by make bench: begin -->\n", "<!-- written by make bench: end -->\n"
+    head, rest = open(doc).read().split(begin)
+    tail = rest.split(end)[1]
+    with open(doc, "w") as f:
+        f.write(f"{head}{begin}```\n{table}```\n{end}{tail}")
+    sys.exit(0)
 
 R = sys.argv[1]
 
@@ -109,7 +122,7 @@ for m in mods:
 print("\n== Biggest modules: whole process, ms: wall median ±half the IQR (mean CPU user+sys) ==")
 table(["module", "symtab", "entries", "zeroed", "must-read MiB", "tool", "read limit", "read+text", "cat", "naive",
        "tool/readlimit", "naive/tool", "cat/tool"], rows)
-print("  read+text = the read limit plus the 8 bytes at every callsite target in .text (what the tool reads today).")
+print("  read+text = the read limit plus the page of every callsite's target in .text (what reading the code would add).")
 print("  naive = median of 3 runs (1 in quick mode), kernel algorithm; same parsing and plan code.")
 
 # --- phases -----------------------------------------------------------------
@@ -128,7 +141,7 @@ if phases:
                      f"{float(p['naive_total_us']) / tot:.0f}", p["agree"], p.get("read_us", "-")])
     table(["module", "lookup syms", "parse", "extract", "sort", "layout", "decide", "plan", "sum", "naive search",
            "naive/tool", "same verdicts", "read"], rows)
-    print("  read = parse and decide::all_kept, what the tool runs instead of the phases when every entry is kept")
+    print("  read = parse and kept::all_kept, what the tool runs instead of the phases when every entry is kept")
     print("  (- : a module it hands to them); sum and naive/tool are the phases'.")
 
 # --- RSS --------------------------------------------------------------------

@@ -31,7 +31,7 @@ fn main() {
         .unwrap()
         .table()
         .expect("no callsite relocations");
-    let symbols = SymbolIndex::new(&x.symbols, x.strings);
+    let symbols = SymbolIndex::from_vec(x.symbols.clone(), x.strings);
     let layout = Layout::for_rule(&info.sections, &symbols, &rule);
     let mut extra = None;
     let decisions = decide::all(&data, &info, &rule, &x.callsite.entries, &symbols, &layout, |i, _, verdict| {

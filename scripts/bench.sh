@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# scripts/bench.sh: the performance benchmark (`make bench`), issue 5.
-#
-# Measures zero-weak-mcount side by side with its baselines, on the same
-# files and the same (warm) page cache, and prints one table of ratios:
+# scripts/bench.sh: the performance benchmark (`make bench`). Measures the
+# tool side by side with its baselines, on the same files and the same (warm)
+# page cache, prints one table of ratios and (not in quick mode) writes it
+# into docs/performance.md:
 #
 #   naive       the kernel's search (find_kallsyms_symbol(): every entry scans
 #               every symbol), same parsing and planning code   bench/src/bin/zwm-naive.rs
@@ -115,7 +115,6 @@ done < <(grep -v '^#' "${ZWM_BENCH_BUDGETS:-$REPO/bench/budgets}")
 # Warm the page cache for everything measured.
 find "$TREE" -name '*.ko' -print0 | xargs -0 cat > /dev/null
 find "$MODDIR" -name '*.ko.xz' -print0 | xargs -0 cat > /dev/null
-
 HF=(hyperfine --style basic --ignore-failure)
 
 # --- 1. the biggest modules, one by one -------------------------------------
@@ -205,3 +204,4 @@ fi
     echo "tool: $TOOL ($("$TOOL" --version 2>/dev/null || echo '?'); source $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?'))"
     python3 "$REPO/bench/report.py" "$RES"
 } | tee "$RES/table.txt"
+[ "$QUICK" = 1 ] || python3 "$REPO/bench/report.py" --doc "$REPO/docs/performance.md" "$RES/table.txt"

@@ -5,8 +5,8 @@
 # modules, -v lines (stderr) and exit statuses on the bundled module, on
 # Debian sid's real kvm.ko (amd64, ppc64el) and, as arm64 builds KVM in,
 # on its rvu_nicpf.ko (the one arm64 module that changes), and the same
-# --check output over sid's installed amd64 and arm64 module trees. -v's
-# at-risk lines (issue 30, after 9ddd1e7) are left out of the comparison.
+# --check output over sid's installed amd64 and arm64 module trees. The
+# at-risk lines (after 9ddd1e7) are left out of the comparison.
 # 9ddd1e7 has no --format=json: ZWM_SAME_JSON=1 compares that too, for
 # two newer builds (a key the old build's JSON lacks, such as
 # in_function_before before it came, is left out of the comparison and
@@ -61,11 +61,11 @@ run() {
 		[ $side = new ] && bin=$new
 		mkdir -p "$work/$side/$name"
 		(cd "$work/$side" && "$bin" "$@" >"$name/stdout" 2>"$name/stderr"; echo $? >"$name/status") || true
-		# -v's at-risk lines came after 9ddd1e7 (issue 30): compared apart.
-		grep -e ': at risk: ' -e ': still at risk once processed: ' "$work/$side/$name/stderr" >"$work/$side/$name.risk" || true
-		# and 8d4dc98 (after it) says "(signed)" of a signed module --check reports.
-		grep -v -e ': at risk: ' -e ': still at risk once processed: ' "$work/$side/$name/stderr" |
-			sed 's/: would change (signed): /: would change: /' >"$work/$side/$name/e" || true
+		# The at-risk lines (-v's and --check's, with its next step) came after 9ddd1e7: compared apart.
+		grep -e ' at risk: ' -e ': still at risk once processed: ' -e 'no function at risk' -e 'never run; ' "$work/$side/$name/stderr" >"$work/$side/$name.risk" || true
+		# and later builds say "(signed)" of a signed module --check reports, and count them in the summary.
+		grep -v -e ' at risk: ' -e ': still at risk once processed: ' -e 'no function at risk' -e 'never run; ' "$work/$side/$name/stderr" |
+			sed -e 's/: would change (signed): /: would change: /' -e 's/ would change ([0-9]* signed), / would change, /' >"$work/$side/$name/e" || true
 		mv "$work/$side/$name/e" "$work/$side/$name/stderr"
 	done
 	# A JSON key newer than the old build (in_function_before) is left out.

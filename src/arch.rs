@@ -11,8 +11,10 @@
 //! `arch/powerpc/include/asm/ftrace.h`). Everywhere else, and on those two
 //! before it, the kernel validates no module record: an overridden weak
 //! body keeps its record, named after the function before it, a dead
-//! duplicate. There we take those out as `scripts/sorttable.c` does for
-//! vmlinux ([`Criterion::Contains`]); other arches are left alone. Each rule
+//! duplicate. We take those out as `scripts/sorttable.c` does for vmlinux
+//! ([`Criterion::Contains`]), and apply the same rule besides the kernel's
+//! check where it has one ([`Criterion::MaxOffset`]); arches without a row
+//! are left alone. Each rule
 //! also says how ([`Neutraliser`]): zeroed where the kernel skips a zero
 //! word, dropped where it would adjust a zero into a bogus record.
 //!

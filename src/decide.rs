@@ -10,45 +10,34 @@
 //! section's start, and how close it lands depends on load-time layout. Such
 //! entries are kept, with the reason, as is anything else we cannot be sure of.
 //!
-//! Where the kernel checks nothing ([`contains`]), an entry is valid when its
-//! location lies inside a sized function symbol of its own section.
+//! On every arch an entry is also dead when its location lies in no sized
+//! function symbol of its own section (sorttable's rule): alone where the
+//! kernel checks nothing ([`contains`]), besides the kernel's check where
+//! it has one ([`checked_and_contained`]).
 
 #![allow(
     clippy::cast_possible_truncation,
     reason = "a key packs section (32 bits), value (64) and table position (32) into a u128; the casts take them back out"
 )]
 
-use std::ops::ControlFlow;
-
-use crate::elf::{self, ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
-use crate::error::Error;
+use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
 use crate::rule::Input;
 use crate::rule::{Criterion, Region, Rule};
 
-/// The symbols of a module, indexed three ways, each built on the first
-/// question that needs it:
-///
-/// * a set of addresses, which answers the offset rule's question for a
-///   kept entry ("is there a symbol of this section at most `max` bytes
-///   below?") with at most `max + 1` probes: O(symbols + entries · max)
-///   with no sort at all, and `max` is 16 at most on every arch;
-/// * the highest symbol of each section (one pass), for [`Layout`];
-/// * the symbols sorted, so that the nearest symbol at or below an address
-///   is one binary search away: O((entries + symbols) · log symbols), where
-///   the kernel's scan is O(entries × symbols). Only what the set cannot
-///   answer needs it: an entry it does not keep (to name the nearest
-///   symbol), the containment rule and the at-risk report.
-///
-/// A module none of whose entries is dead (sid's amdgpu.ko: 36,809 symbols,
-/// 16,771 entries) never sorts.
+/// The symbols of a module, sorted on the first question that needs them:
+/// the nearest symbol at or below an address is then one binary search
+/// away, O((entries + symbols) · log symbols) where the kernel's scan is
+/// O(entries × symbols). The sized functions, for the containment rule.
 #[derive(Debug, Clone)]
 pub struct SymbolIndex<'a> {
     /// In table order: a key's position is its index here.
     symbols: Vec<LookupSymbol>,
     strings: &'a [u8],
-    addresses: std::cell::OnceCell<Option<Addresses>>,
-    highest: std::cell::OnceCell<Vec<(u64, u32)>>,
-    sorted: std::cell::OnceCell<Sorted>,
+    /// The symbols sorted by address, each one `u128` key, section | value
+    /// | position, so the sort compares integers, and among symbols at one
+    /// address the first in table order (the one the kernel reports) comes
+    /// first.
+    sorted: std::cell::OnceCell<Vec<u128>>,
     /// Where the last search ended. Callsites come in address order, so
     /// the next answer is usually a few keys further: galloping from here
     /// beats a binary search over all symbols.
@@ -56,148 +45,6 @@ pub struct SymbolIndex<'a> {
     /// The sized functions, built on the first containment question: the
     /// offset rule never asks one, and pays nothing for it.
     spans: std::cell::OnceCell<Spans>,
-}
-
-/// The symbols sorted by address. Each symbol is one `u128` key, section |
-/// value | position, so the sort compares integers, and among symbols at
-/// one address the first in table order (the one the kernel reports)
-/// comes first.
-#[derive(Debug, Clone)]
-struct Sorted {
-    keys: Vec<u128>,
-}
-
-/// The widest window the address set is probed over; a wider one (only an
-/// override can ask for it) goes to the sorted symbols.
-const MAX_PROBES: u64 = 32;
-
-/// The distinct (section, value) pairs of the symbols in an
-/// open-addressing table, each packed into one integer: section + 1 in the
-/// top bits (so no key is 0), the value below. Four bytes a slot where
-/// every section index is below 255 and every value below 16 MiB (sid's
-/// amdgpu.ko: a 256 KiB table, 64 pages), eight where the section is below
-/// 0xffff and the value below 2^48; otherwise no table, and the sorted
-/// symbols answer.
-#[derive(Debug, Clone)]
-enum Addresses {
-    Narrow(Table<u32>),
-    Wide(Table<u64>),
-}
-
-impl Addresses {
-    fn new(symbols: &[LookupSymbol]) -> Option<Addresses> {
-        Table::new(symbols).map(Addresses::Narrow).or_else(|| Table::new(symbols).map(Addresses::Wide))
-    }
-
-    #[inline]
-    fn any(&self, section: u32, low: u64, high: u64) -> bool {
-        match self {
-            Addresses::Narrow(t) => t.any(section, low, high),
-            Addresses::Wide(t) => t.any(section, low, high),
-        }
-    }
-}
-
-/// A slot of [`Table`]: an unsigned integer of `BITS` bits, the low
-/// `VALUE_BITS` of them the value.
-trait Slot: Copy + Eq + Default + std::fmt::Debug {
-    const BITS: u32;
-    const VALUE_BITS: u32;
-    /// `key` fits: [`Table::pack`] checked it.
-    fn from_key(key: u64) -> Self;
-}
-
-impl Slot for u32 {
-    const BITS: u32 = 32;
-    const VALUE_BITS: u32 = 24;
-    fn from_key(key: u64) -> Self {
-        key as u32
-    }
-}
-
-impl Slot for u64 {
-    const BITS: u32 = 64;
-    const VALUE_BITS: u32 = 48;
-    fn from_key(key: u64) -> Self {
-        key
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Table<K> {
-    slots: Vec<K>,
-    shift: u32,
-}
-
-impl<K: Slot> Table<K> {
-    /// The packed key, if `section` and `value` fit.
-    #[inline]
-    fn pack(section: u32, value: u64) -> Option<u64> {
-        let sections = 1u64 << (K::BITS - K::VALUE_BITS);
-        (u64::from(section) + 1 < sections && value >> K::VALUE_BITS == 0)
-            .then(|| ((u64::from(section) + 1) << K::VALUE_BITS) | value)
-    }
-
-    fn new(symbols: &[LookupSymbol]) -> Option<Table<K>> {
-        // At most two thirds full, so a probe for an absent address ends
-        // after a few slots.
-        let size = (symbols.len() + symbols.len() / 2).next_power_of_two().max(16);
-        let mut table = Table { slots: vec![K::default(); size], shift: 64 - size.trailing_zeros() };
-        // A zeroed allocation may be fresh pages that the kernel maps on
-        // the first touch: a read maps its shared zero page and the write
-        // that follows faults again. One write per page first, and each
-        // page faults once.
-        for slot in table.slots.iter_mut().step_by(4096 / std::mem::size_of::<K>()) {
-            *slot = K::default();
-        }
-        let mask = size - 1;
-        for s in symbols {
-            let key = Self::pack(s.section, s.value)?;
-            let (slot, mut i) = (K::from_key(key), Self::hash(key, table.shift));
-            loop {
-                let at = &mut table.slots[i & mask];
-                if *at == slot {
-                    break;
-                }
-                if *at == K::default() {
-                    *at = slot;
-                    break;
-                }
-                i += 1;
-            }
-        }
-        Some(table)
-    }
-
-    /// Fibonacci hashing: neighbouring addresses land far apart.
-    #[inline]
-    fn hash(key: u64, shift: u32) -> usize {
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
-    }
-
-    /// Whether a symbol of `section` lies at `low..=high`.
-    #[inline]
-    fn any(&self, section: u32, low: u64, high: u64) -> bool {
-        let mask = self.slots.len() - 1;
-        let mut value = low;
-        // Every symbol packed: an address that does not is no symbol's.
-        // Values only grow, so once one does not pack none after it does.
-        while let Some(key) = Self::pack(section, value) {
-            let (slot, mut i) = (K::from_key(key), Self::hash(key, self.shift));
-            loop {
-                match self.slots[i & mask] {
-                    k if k == slot => return true,
-                    k if k == K::default() => break,
-                    _ => i += 1,
-                }
-            }
-            if value >= high {
-                break;
-            }
-            value += 1;
-        }
-        false
-    }
 }
 
 /// The sized function symbols, by section and start, each with the
@@ -212,7 +59,8 @@ struct Spans {
 
 impl Spans {
     fn new(index: &SymbolIndex<'_>) -> Spans {
-        let mut spans = Spans::default();
+        let sized = index.symbols.iter().filter(|s| s.size > 0).count();
+        let mut spans = Spans { starts: Vec::with_capacity(sized), reach: Vec::with_capacity(sized) };
         for sym in index.keys().iter().map(|&k| index.symbol(k)).filter(|s| s.size > 0) {
             // Bit 0 of an arm Thumb-2 function symbol is the mode, not the
             // address; no other arch of the rule starts code at an odd one.
@@ -253,23 +101,11 @@ impl<'a> SymbolIndex<'a> {
     /// With more than 2^32 symbols (a symbol table that large does not fit
     /// in a module file the ELF reader accepted).
     #[must_use]
-    pub fn new(symbols: &[LookupSymbol], strings: &'a [u8]) -> Self {
-        Self::from_vec(symbols.to_vec(), strings)
-    }
-
-    /// [`SymbolIndex::new`], keeping the vector instead of a copy of it.
-    ///
-    /// # Panics
-    ///
-    /// As [`SymbolIndex::new`].
-    #[must_use]
     pub fn from_vec(symbols: Vec<LookupSymbol>, strings: &'a [u8]) -> Self {
         assert!(u32::try_from(symbols.len()).is_ok(), "positions are 32 bits");
         SymbolIndex {
             symbols,
             strings,
-            addresses: std::cell::OnceCell::new(),
-            highest: std::cell::OnceCell::new(),
             sorted: std::cell::OnceCell::new(),
             hint: std::cell::Cell::new(0),
             spans: std::cell::OnceCell::new(),
@@ -277,32 +113,16 @@ impl<'a> SymbolIndex<'a> {
     }
 
     fn keys(&self) -> &[u128] {
-        &self
-            .sorted
-            .get_or_init(|| {
-                let mut keys: Vec<u128> =
-                    self.symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
-                keys.sort_unstable();
-                Sorted { keys }
-            })
-            .keys
+        self.sorted.get_or_init(|| {
+            let mut keys: Vec<u128> =
+                self.symbols.iter().enumerate().map(|(i, s)| key(s.section, s.value, i as u32)).collect();
+            keys.sort_unstable();
+            keys
+        })
     }
 
     fn symbol(&self, key: u128) -> LookupSymbol {
         self.symbols[key as u32 as usize]
-    }
-
-    /// Whether a symbol of `section` lies at an address from `low` to
-    /// `high`, both included. For the offset rule: the nearest symbol at
-    /// or below `high` is at most `high - low` bytes below it exactly when
-    /// one lies in that window.
-    #[inline]
-    pub fn any_within(&self, section: u32, low: u64, high: u64) -> bool {
-        let set = self.addresses.get_or_init(|| Addresses::new(&self.symbols));
-        match set {
-            Some(set) if high.saturating_sub(low) < MAX_PROBES => set.any(section, low, high),
-            _ => self.at_or_below(section, high).is_some_and(|s| s.value >= low),
-        }
     }
 
     /// Whether a sized function of `section` covers `at`, allowing `before`
@@ -362,28 +182,6 @@ impl<'a> SymbolIndex<'a> {
         let start = keys.partition_point(|&k| (k >> 96) < u128::from(section));
         let end = keys.partition_point(|&k| (k >> 96) <= u128::from(section));
         keys[start..end].iter().map(|&k| self.symbol(k))
-    }
-
-    /// The last symbol of `section` by address (of several at that address,
-    /// the last in table order): the last of [`SymbolIndex::in_section`],
-    /// found in one pass over the symbols, without sorting them.
-    #[must_use]
-    pub fn highest_in_section(&self, section: u32) -> Option<LookupSymbol> {
-        let highest = self.highest.get_or_init(|| {
-            let sections = self.symbols.iter().map(|s| s.section as usize + 1).max().unwrap_or(0);
-            // (value, position + 1), position 0 for none.
-            let mut highest = vec![(0u64, 0u32); sections];
-            for (i, s) in self.symbols.iter().enumerate() {
-                let h = &mut highest[s.section as usize];
-                // Later in table order wins a tie, as in the sorted order.
-                if h.1 == 0 || s.value >= h.0 {
-                    *h = (s.value, i as u32 + 1);
-                }
-            }
-            highest
-        });
-        let (_, h) = *highest.get(section as usize)?;
-        (h > 0).then(|| self.symbols[h as usize - 1])
     }
 
     pub fn name(&self, symbol: &LookupSymbol) -> &'a [u8] {
@@ -448,7 +246,7 @@ impl Layout {
             last[r] = Some(i);
             if overhang[r].is_none() {
                 // The highest symbol of the section is past its end if any is.
-                if let Some(sym) = symbols.highest_in_section(i as u32).filter(|sym| sym.value > s.size) {
+                if let Some(sym) = symbols.in_section(i as u32).next_back().filter(|sym| sym.value > s.size) {
                     overhang[r] = Some(SectionDoubt::Overhang {
                         symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
                         section: s.name.clone(),
@@ -501,14 +299,27 @@ pub enum Doubt {
     RegionStart { max: u64 },
 }
 
+/// Which rule found a dead entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The kernel's own check (`test_for_valid_rec()`): no symbol at most
+    /// `FTRACE_MCOUNT_MAX_OFFSET` below the record. Stock disables the
+    /// record and lists it as `__ftrace_invalid_address___<distance>`.
+    KernelCheck,
+    /// sorttable's rule: the patched site lies in no sized function symbol
+    /// of its section. Stock keeps the record enabled, named after the
+    /// function before it (its check, where it has one, finds that
+    /// function's symbol close enough).
+    Containment,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict<'a> {
     /// A symbol explains the location: the kernel keeps the record.
     Valid,
-    /// No symbol explains it: a dead record, which the kernel rejects (and
-    /// prints as `__ftrace_invalid_address___<distance>`) or, under
-    /// [`Criterion::Contains`], keeps under a wrong name.
-    Dead { nearest: Option<&'a [u8]>, distance: u64 },
+    /// A dead record: `by` says which rule found it, and so what a kernel
+    /// that loads it as it is does with it.
+    Dead { nearest: Option<&'a [u8]>, distance: u64, by: Found },
     /// Kept because we cannot be sure, for this reason.
     Doubt(Doubt),
 }
@@ -524,10 +335,6 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
         Input::Odd(odd) => return Verdict::Doubt(Doubt::Odd(odd.clone())),
         &Input::Ips { section, ips, count } => (section, ips, count),
     };
-    // Most entries are kept: the set of addresses says so without a search.
-    if kept_by_a_window(symbols, section, ips, count, max) {
-        return Verdict::Valid;
-    }
     let mut doubt = None;
     let mut first_miss = None;
     for &ip in &ips[..count] {
@@ -560,36 +367,9 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
     }
     let (nearest, ip) = first_miss.expect("at least one candidate ip");
     match nearest {
-        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: ip - s.value },
-        None => Verdict::Dead { nearest: None, distance: 0 },
+        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: ip - s.value, by: Found::KernelCheck },
+        None => Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck },
     }
-}
-
-/// Where the offset rule's test without a search looks: the symbol index
-/// ([`decide`]) or [`all_kept`]'s blocks.
-trait Windows {
-    /// Whether a symbol of `section` lies at `low..=high`.
-    fn any_within(&self, section: u32, low: u64, high: u64) -> bool;
-}
-
-impl Windows for SymbolIndex<'_> {
-    #[inline]
-    fn any_within(&self, section: u32, low: u64, high: u64) -> bool {
-        SymbolIndex::any_within(self, section, low, high)
-    }
-}
-
-/// The offset rule's test that keeps an entry without a search: some
-/// symbol of `section` lies in `[ip - max, ip]` for one of its `count`
-/// candidate ips. [`decide`] and [`all_kept`] both ask it, so the two
-/// cannot disagree on what is kept.
-#[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
-#[inline(always)]
-fn kept_by_a_window(symbols: &impl Windows, section: u32, ips: [u64; 2], count: usize, max: u64) -> bool {
-    // Written out, not a loop over `ips[..count]`: in the relocation walk
-    // the loop cost 0.9 M more instructions on amdgpu.ko (callgrind).
-    let within = |ip: u64| symbols.any_within(section, ip.saturating_sub(max), ip);
-    within(ips[0]) || (count > 1 && within(ips[1]))
 }
 
 /// Decide one entry by the rule of `scripts/sorttable.c` (`cmp_func_addr()`,
@@ -607,15 +387,56 @@ pub fn contains<'a>(entry: &Entry, symbols: &SymbolIndex<'a>, layout: &Layout, b
     if symbols.in_function(section, at, before) {
         return Verdict::Valid;
     }
+    outside(section, at, symbols, layout, before)
+}
+
+/// The verdict on a location that no sized function of `section` covers
+/// (allowing `before` bytes ahead of one): dead, unless the module looks
+/// stripped or the nearest symbol has no size to test.
+fn outside<'a>(section: u32, at: u64, symbols: &SymbolIndex<'a>, layout: &Layout, before: u64) -> Verdict<'a> {
     if let Some(why) = layout.stripped {
         return Verdict::Doubt(Doubt::Stripped(why));
     }
     match symbols.at_or_below(section, at.saturating_add(before)) {
-        None => Verdict::Dead { nearest: None, distance: 0 },
+        None => Verdict::Dead { nearest: None, distance: 0, by: Found::Containment },
         Some(s) if s.size == 0 => {
             Verdict::Doubt(Doubt::Unsized { symbol: String::from_utf8_lossy(symbols.name(&s)).into_owned() })
         }
-        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: at.saturating_sub(s.value) },
+        Some(s) => Verdict::Dead {
+            nearest: Some(symbols.name(&s)),
+            distance: at.saturating_sub(s.value),
+            by: Found::Containment,
+        },
+    }
+}
+
+/// Decide one entry on an arch whose kernel checks records
+/// ([`Criterion::MaxOffset`]): by that check ([`decide`]), then by
+/// sorttable's rule on the patched site. The kernel's check alone keeps a
+/// dead weak body that starts within `FTRACE_MCOUNT_MAX_OFFSET` of the end
+/// of a short function before it (sid's ppc64el kvm.ko: 16 bytes past a
+/// 12-byte function); containment finds it. Containment only ever adds a
+/// dead entry: what the kernel's check rejects is dead whatever it says,
+/// and where containment cannot tell (a stripped module, a symbol without
+/// a size) the kernel's check decides alone.
+pub fn checked_and_contained<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max: u64) -> Verdict<'a> {
+    let verdict = decide(input, symbols, layout, max);
+    let layout_doubt =
+        matches!(verdict, Verdict::Doubt(Doubt::Preceded { .. } | Doubt::Overhang { .. } | Doubt::RegionStart { .. }));
+    let &Input::Ips { section, ips, count } = input else { return verdict };
+    // Most records sit in the function whose symbol is the nearest below:
+    // that search gallops from the last answer. Only where it does not
+    // (an alias without a size first, a nested symbol) are all functions
+    // asked.
+    let inside = |ip: u64| {
+        symbols.at_or_below(section, ip).is_some_and(|s| ip - s.value < s.size) || symbols.in_function(section, ip, 0)
+    };
+    if !(verdict == Verdict::Valid || layout_doubt) || ips[..count].iter().any(|&ip| inside(ip)) {
+        return verdict;
+    }
+    match outside(section, ips[0], symbols, layout, 0) {
+        dead @ Verdict::Dead { .. } => dead,
+        _ => verdict,
     }
 }
 
@@ -626,6 +447,8 @@ pub struct Decisions {
     pub dead: Vec<usize>,
     /// Entries kept because we cannot be sure.
     pub doubt: Vec<usize>,
+    /// How many dead entries sorttable's rule found ([`Found::Containment`]).
+    pub contained: usize,
 }
 
 /// Decide every entry of a callsite table. This is the one per-entry
@@ -643,12 +466,17 @@ pub fn all<'a>(
     let mut out = Decisions::default();
     for (i, entry) in entries.iter().enumerate() {
         let verdict = match rule.criterion {
-            Criterion::MaxOffset => decide(&rule.input(image, info, entry), symbols, layout, rule.max_offset),
+            Criterion::MaxOffset => {
+                checked_and_contained(&rule.input(image, info, entry), symbols, layout, rule.max_offset)
+            }
             Criterion::Contains { before } => contains(entry, symbols, layout, before),
         };
         match &verdict {
             Verdict::Valid => {}
-            Verdict::Dead { .. } => out.dead.push(i),
+            Verdict::Dead { by, .. } => {
+                out.dead.push(i);
+                out.contained += usize::from(*by == Found::Containment);
+            }
             Verdict::Doubt(_) => out.doubt.push(i),
         }
         each(i, entry, &verdict);
@@ -656,243 +484,12 @@ pub fn all<'a>(
     out
 }
 
-/// Whether the offset rule keeps every entry of the callsite table
-/// `callsite`, answered while the module is read: `Some(entries)` when it
-/// does, `None` when the full decision ([`all`], over the extracted
-/// symbols and entries) must run. An entry counts as kept only where a
-/// symbol of its section lies at most `max` bytes below one of its
-/// candidate ips, what [`decide`] calls [`Verdict::Valid`] before any
-/// search, so where this says every entry is kept, [`all`] finds no dead
-/// entry and no doubt.
-///
-/// Most modules have no dead entry (4,215 of the 4,216 in sid's amd64
-/// tree): for them the symbols and entries are never kept, sorted or laid
-/// out. The reading is [`elf::read`], the checks of [`elf::extract`] in
-/// the same order, so an error here is the error the full decision would
-/// meet. `None` also for what this path leaves to the full decision: the
-/// containment rule, a window wider than the set is probed over
-/// (`MAX_PROBES`), a symbol past its section's end, a block of more than
-/// `BLOCK_CAP` symbols, relocations out of order (two may share a word),
-/// no relocation section to read.
-///
-/// # Errors
-///
-/// Those of [`elf::extract`], for the same module.
-pub fn all_kept(image: &[u8], info: &ElfInfo, callsite: usize, rule: &Rule) -> Result<Option<usize>, Error> {
-    if rule.criterion != Criterion::MaxOffset || rule.max_offset >= MAX_PROBES {
-        return Ok(None);
-    }
-    let mut kept = AllKept { image, info, rule, blocks: Blocks::default(), entries: 0 };
-    let read = elf::read(image, info, callsite, rule.shape, rule.mapping, &mut kept)?;
-    let complete = read.table().is_some_and(|read| read.ascending && !read.stopped);
-    Ok(complete.then_some(kept.entries))
-}
-
-/// The most symbols a block of [`Blocks`] may hold: a window is answered by
-/// a scan of one or two blocks, so that scan stays short. A module with a
-/// fuller block (many aliases at one address) goes to the full decision.
-const BLOCK_CAP: u32 = 128;
-
-/// The symbols' addresses for the offset rule, by block: the code sections
-/// side by side (each as long as its header says, plus one byte for a
-/// label at its end, rounded up to whole blocks), cut into blocks of
-/// `2^shift` bytes, and for each block the offsets in it of the symbols it
-/// holds. Counted in the symbol walk, filled in once it ends (a counting
-/// sort by block): callsites come in address order, so the blocks their
-/// windows fall in are read in order too, where a hash set's slots are
-/// read anywhere in it, mostly a cache miss each.
-#[derive(Debug, Default)]
-struct Blocks {
-    shift: u32,
-    /// By section index: where the section starts in the blocks' address
-    /// space, and how many bytes of it are covered (0: not code).
-    sections: Vec<(u32, u32)>,
-    /// Each symbol's address in that space, in table order, until `fill`:
-    /// the first `added` slots of one zeroed allocation, which only the
-    /// pages written into cost (a push's growth check would be a call in
-    /// the walk, around which its state is spilled and reloaded).
-    addresses: Vec<u32>,
-    added: usize,
-    /// By block: how many symbols it holds, then (after `fill`) where its
-    /// offsets start in `offsets`; one more slot at the end.
-    starts: Vec<u32>,
-    offsets: Vec<u16>,
-    /// Every symbol fitted and no block is past [`BLOCK_CAP`].
-    usable: bool,
-}
-
-impl Blocks {
-    /// The blocks for the code sections of `sections`, sized for at most
-    /// `symbols` symbols: about four symbols a block on average, 16 bytes
-    /// at the least (below that every window would cross blocks), 32 KiB
-    /// at the most (see [`Blocks::any_within`]).
-    fn new(sections: &[Section], symbols: usize) -> Blocks {
-        let total: u64 = sections.iter().filter(|s| s.is_alloc_exec()).map(|s| s.size + 1).sum();
-        let wanted = (symbols / 4).max(1) as u64;
-        let mut shift = 4;
-        while shift < 15 && total >> shift > wanted {
-            shift += 1;
-        }
-        let block = 1u64 << shift;
-        let mut at = 0u64;
-        let mut spans = Vec::with_capacity(sections.len());
-        for s in sections {
-            let covered = if s.is_alloc_exec() { (s.size + 1).div_ceil(block) * block } else { 0 };
-            spans.push((at, covered));
-            at += covered;
-        }
-        // The address space is 32 bits: a module with more code than that
-        // goes to the full decision.
-        let Ok(end) = u32::try_from(at) else { return Blocks::default() };
-        Blocks {
-            shift,
-            sections: spans.into_iter().map(|(at, covered)| (at as u32, covered as u32)).collect(),
-            addresses: vec![0; symbols],
-            added: 0,
-            starts: vec![0; (end >> shift) as usize + 1],
-            offsets: Vec::new(),
-            usable: true,
-        }
-    }
-
-    /// Where `value` of `section` lies in the blocks' space, if it is in
-    /// the section's covered bytes.
-    #[inline]
-    fn address(&self, section: u32, value: u64) -> Option<u32> {
-        let &(at, covered) = self.sections.get(section as usize)?;
-        (value < u64::from(covered)).then(|| at + value as u32)
-    }
-
-    /// Count a symbol; false when it does not fit.
-    #[inline]
-    fn add(&mut self, section: u32, value: u64) -> bool {
-        let Some(address) = self.address(section, value).filter(|_| self.usable) else {
-            self.usable = false;
-            return false;
-        };
-        let Some(slot) = self.addresses.get_mut(self.added) else {
-            self.usable = false;
-            return false;
-        };
-        *slot = address;
-        self.added += 1;
-        self.starts[(address >> self.shift) as usize] += 1;
-        true
-    }
-
-    /// The counting sort's second half: each block's count becomes where
-    /// its offsets start, and each symbol's offset is put in its block.
-    fn fill(&mut self) {
-        if !self.usable || self.starts.iter().any(|&n| n > BLOCK_CAP) {
-            self.usable = false;
-            return;
-        }
-        // Each slot first holds where its block ends; the offsets are put
-        // in from there down, which leaves it where its block starts.
-        let mut end = 0;
-        for n in &mut self.starts {
-            end += *n;
-            *n = end;
-        }
-        self.offsets = vec![0; self.added];
-        let mask = (1u32 << self.shift) - 1;
-        for &address in &self.addresses[..self.added] {
-            let start = &mut self.starts[(address >> self.shift) as usize];
-            *start -= 1;
-            self.offsets[*start as usize] = (address & mask) as u16;
-        }
-        self.addresses = Vec::new();
-    }
-}
-
-impl Windows for Blocks {
-    /// Whether a symbol of `section` lies at `low..=high` (both in the
-    /// section's covered bytes; otherwise false).
-    #[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
-    #[inline(always)]
-    fn any_within(&self, section: u32, low: u64, high: u64) -> bool {
-        let Some(&(at, covered)) = self.sections.get(section as usize) else { return false };
-        if high >= u64::from(covered) || low > high {
-            return false;
-        }
-        let (low, high) = (at + low as u32, at + high as u32);
-        let span = high - low;
-        // The window is narrow (span < MAX_PROBES) and an offset below
-        // 2^15: in 16 bits, an offset's distance above `low` is exact,
-        // and one below it wraps past any span. Eight offsets to a vector
-        // compare, none widened.
-        let span = span as u16;
-        let mut block = low >> self.shift;
-        loop {
-            let (start, end) = (self.starts[block as usize] as usize, self.starts[block as usize + 1] as usize);
-            // In the block's own terms: one compare an offset.
-            let from = low.wrapping_sub(block << self.shift) as u16;
-            // Every offset of the block, no early exit: where the hit is
-            // varies from entry to entry, and an exit there mispredicts.
-            if self.offsets[start..end].iter().fold(false, |hit, &o| hit | (o.wrapping_sub(from) <= span)) {
-                return true;
-            }
-            if block == high >> self.shift {
-                return false;
-            }
-            block += 1;
-        }
-    }
-}
-
-/// [`all_kept`]'s visitor: each symbol counted into its block, each entry
-/// asked of the blocks, nothing else kept.
-struct AllKept<'r> {
-    image: &'r [u8],
-    info: &'r ElfInfo,
-    rule: &'r Rule,
-    blocks: Blocks,
-    /// Entries found kept so far.
-    entries: usize,
-}
-
-impl elf::Visit for AllKept<'_> {
-    fn start(&mut self, symbols: usize, _relocations: usize) {
-        self.blocks = Blocks::new(&self.info.sections, symbols);
-    }
-
-    #[inline]
-    fn symbol(&mut self, symbol: LookupSymbol) -> ControlFlow<()> {
-        if self.blocks.add(symbol.section, symbol.value) { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
-    }
-
-    fn symbols_read(&mut self) -> ControlFlow<()> {
-        self.blocks.fill();
-        if self.blocks.usable { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
-    }
-
-    #[allow(
-        clippy::inline_always,
-        reason = "inlined into the relocation walk, with Blocks::any and Rule::input: 0.36 M fewer instructions on amdgpu.ko (callgrind), 1.86x the read limit against 1.91x (paired runs)"
-    )]
-    #[inline(always)]
-    fn entry(&mut self, entry: Entry) -> ControlFlow<()> {
-        let kept = match self.rule.input(self.image, self.info, &entry) {
-            Input::Ips { section, ips, count } => {
-                kept_by_a_window(&self.blocks, section, ips, count, self.rule.max_offset)
-            }
-            Input::Odd(_) => false,
-        };
-        if kept {
-            self.entries += 1;
-            ControlFlow::Continue(())
-        } else {
-            ControlFlow::Break(())
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHT_PROGBITS};
 
-    fn text(name: &str, size: u64) -> Section {
+    pub(crate) fn text(name: &str, size: u64) -> Section {
         Section {
             name: name.into(),
             sh_type: SHT_PROGBITS,
@@ -926,7 +523,7 @@ mod tests {
 
     /// Section 0 is the null section, 1 is `.text`, as in a real module.
     fn setup(symbols: &[LookupSymbol], sections: Vec<Section>) -> (SymbolIndex<'static>, Layout) {
-        let index = SymbolIndex::new(symbols, STRINGS);
+        let index = SymbolIndex::from_vec(symbols.to_vec(), STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let layout = Layout::new(&all, &index, region);
@@ -937,11 +534,20 @@ mod tests {
     fn boundary_is_inclusive_at_max_and_rejects_max_plus_one() {
         let (s, l) = setup(&[sym(1, 0x100, "f")], vec![text(".text", 0x1000)]);
         assert_eq!(decide(&at(1, 0x104), &s, &l, 4), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x105), &s, &l, 4), Verdict::Dead { nearest: Some(b"f"), distance: 5 });
+        assert_eq!(
+            decide(&at(1, 0x105), &s, &l, 4),
+            Verdict::Dead { nearest: Some(b"f"), distance: 5, by: Found::KernelCheck }
+        );
         assert_eq!(decide(&at(1, 0x100), &s, &l, 0), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x101), &s, &l, 0), Verdict::Dead { nearest: Some(b"f"), distance: 1 });
+        assert_eq!(
+            decide(&at(1, 0x101), &s, &l, 0),
+            Verdict::Dead { nearest: Some(b"f"), distance: 1, by: Found::KernelCheck }
+        );
         assert_eq!(decide(&at(1, 0x110), &s, &l, 16), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x111), &s, &l, 16), Verdict::Dead { nearest: Some(b"f"), distance: 17 });
+        assert_eq!(
+            decide(&at(1, 0x111), &s, &l, 16),
+            Verdict::Dead { nearest: Some(b"f"), distance: 17, by: Found::KernelCheck }
+        );
     }
 
     #[test]
@@ -951,9 +557,15 @@ mod tests {
             vec![text(".text", 0x1000), text(".other", 0x100)],
         );
         assert_eq!(decide(&at(1, 0x84), &s, &l, 4), Verdict::Valid);
-        assert_eq!(decide(&at(1, 0x150), &s, &l, 4), Verdict::Dead { nearest: Some(b"b"), distance: 0xd0 });
+        assert_eq!(
+            decide(&at(1, 0x150), &s, &l, 4),
+            Verdict::Dead { nearest: Some(b"b"), distance: 0xd0, by: Found::KernelCheck }
+        );
         // Symbols of other sections never explain a location.
-        assert_eq!(decide(&at(2, 0x84), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(
+            decide(&at(2, 0x84), &s, &l, 4),
+            Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck }
+        );
     }
 
     #[test]
@@ -961,7 +573,7 @@ mod tests {
         // A weak body at .text+0, where the region starts: the kernel finds
         // no symbol at all and prints __ftrace_invalid_address___0.
         let (s, l) = setup(&[sym(1, 0x10, "f")], vec![text(".text", 0x100)]);
-        assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(1, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck });
     }
 
     #[test]
@@ -971,7 +583,7 @@ mod tests {
         assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(Doubt::Preceded { max: 4, by: ".text".into() }));
         assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
         // One byte further, no symbol of .text can be within 4 bytes.
-        assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck });
         // A symbol of its own section settles it either way.
         assert_eq!(decide(&at(2, 0x44), &s, &l, 4), Verdict::Valid);
     }
@@ -980,9 +592,9 @@ mod tests {
     fn init_text_is_its_own_region_except_where_the_arch_merges_it() {
         let sections = vec![text(".text", 0x100), text(".init.text", 0x100)];
         let (s, l) = setup(&[sym(1, 0x10, "f")], sections.clone());
-        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck });
         // ppc64 puts .init.text in core text, right after .text.
-        let index = SymbolIndex::new(&[sym(1, 0x10, "f")], STRINGS);
+        let index = SymbolIndex::from_vec(vec![sym(1, 0x10, "f")], STRINGS);
         let mut all = vec![Section { flags: 0, ..text("", 0) }];
         all.extend(sections);
         let merged = Layout::new(&all, &index, |_| Region::Text);
@@ -1022,7 +634,7 @@ mod tests {
         let weak = crate::rule::Adjust::Add(8).candidates(0x60, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips: weak.0, count: weak.1 }, &s, &l, 16),
-            Verdict::Dead { nearest: Some(b"f"), distance: 0x44 }
+            Verdict::Dead { nearest: Some(b"f"), distance: 0x44, by: Found::KernelCheck }
         );
     }
 
@@ -1038,7 +650,7 @@ mod tests {
         let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, true);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s, &l, 16),
-            Verdict::Dead { nearest: Some(b"g"), distance: 0x18 }
+            Verdict::Dead { nearest: Some(b"g"), distance: 0x18, by: Found::KernelCheck }
         );
         // The +8 candidate alone can make an entry valid.
         let (s2, l2) = setup(&[sym(1, 0x30, "h")], vec![text(".text", 0x100)]);
@@ -1048,7 +660,7 @@ mod tests {
         let (ips, count) = crate::rule::Adjust::ClangGlobalEntry.candidates(0x28, false);
         assert_eq!(
             decide(&Input::Ips { section: 1, ips, count }, &s2, &l2, 16),
-            Verdict::Dead { nearest: None, distance: 0 }
+            Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck }
         );
     }
 
@@ -1067,14 +679,39 @@ mod tests {
         let verdict = |at, before| contains(&entry(1, at), &s, &l, before);
         assert_eq!(verdict(0x40, 0), Verdict::Valid);
         assert_eq!(verdict(0x7f, 0), Verdict::Valid);
-        assert_eq!(verdict(0x80, 0), Verdict::Dead { nearest: Some(b"f"), distance: 0x40 });
-        assert_eq!(verdict(0x3f, 0), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(verdict(0x80, 0), Verdict::Dead { nearest: Some(b"f"), distance: 0x40, by: Found::Containment });
+        assert_eq!(verdict(0x3f, 0), Verdict::Dead { nearest: None, distance: 0, by: Found::Containment });
         assert_eq!(verdict(0x38, 8), Verdict::Valid);
-        assert_eq!(verdict(0x34, 8), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(verdict(0x34, 8), Verdict::Dead { nearest: None, distance: 0, by: Found::Containment });
         assert_eq!(verdict(0xb8, 8), Verdict::Valid);
-        assert_eq!(verdict(0xb4, 8), Verdict::Dead { nearest: Some(b"f"), distance: 0x74 });
+        assert_eq!(verdict(0xb4, 8), Verdict::Dead { nearest: Some(b"f"), distance: 0x74, by: Found::Containment });
         // Another section's functions never contain a location.
-        assert_eq!(contains(&entry(2, 0x50), &s, &l, 8), Verdict::Dead { nearest: None, distance: 0 });
+        assert_eq!(
+            contains(&entry(2, 0x50), &s, &l, 8),
+            Verdict::Dead { nearest: None, distance: 0, by: Found::Containment }
+        );
+    }
+
+    #[test]
+    fn where_the_kernel_checks_records_containment_finds_what_its_check_keeps() {
+        // sid ppc64el's kvm.ko: a dead body 16 bytes past a 12-byte function,
+        // within the max offset of 16, so the kernel's check keeps it.
+        let (s, mut l) = setup(&[func(1, 0x40, 12, "f"), func(1, 0x80, 0x40, "g")], vec![text(".text", 0x200)]);
+        let v = |ip| checked_and_contained(&at(1, ip), &s, &l, 16);
+        assert_eq!(v(0x50), Verdict::Dead { nearest: Some(b"f"), distance: 16, by: Found::Containment });
+        assert_eq!(v(0x48), Verdict::Valid);
+        assert_eq!(v(0x88), Verdict::Valid);
+        // What the kernel's check rejects stays its finding.
+        assert_eq!(v(0x51), Verdict::Dead { nearest: Some(b"f"), distance: 17, by: Found::KernelCheck });
+        // One candidate inside a function is enough (clang's ppc64 pair).
+        let pair = Input::Ips { section: 1, ips: [0x50, 0x80], count: 2 };
+        assert_eq!(checked_and_contained(&pair, &s, &l, 16), Verdict::Valid);
+        // A stripped module: the kernel's check decides alone.
+        l.stripped = Some(Stripped::OnlyRelocated);
+        assert_eq!(checked_and_contained(&at(1, 0x50), &s, &l, 16), Verdict::Valid);
+        // An unsized symbol gives no extent to test: the check decides.
+        let (s, l) = setup(&[sym(1, 0x40, "f")], vec![text(".text", 0x200)]);
+        assert_eq!(checked_and_contained(&at(1, 0x50), &s, &l, 16), Verdict::Valid);
     }
 
     #[test]
@@ -1083,7 +720,10 @@ mod tests {
         // of the outer function look uncovered.
         let (s, l) = setup(&[func(1, 0x40, 0x100, "a"), func(1, 0x60, 0x8, "b")], vec![text(".text", 0x200)]);
         assert_eq!(contains(&entry(1, 0x100), &s, &l, 0), Verdict::Valid);
-        assert_eq!(contains(&entry(1, 0x140), &s, &l, 0), Verdict::Dead { nearest: Some(b"b"), distance: 0xe0 });
+        assert_eq!(
+            contains(&entry(1, 0x140), &s, &l, 0),
+            Verdict::Dead { nearest: Some(b"b"), distance: 0xe0, by: Found::Containment }
+        );
     }
 
     #[test]
@@ -1117,7 +757,7 @@ mod tests {
     }
 
     /// Deterministic pseudo-random numbers (xorshift64) from `x`.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
         move || {
             x ^= x << 13;
             x ^= x >> 7;
@@ -1131,7 +771,7 @@ mod tests {
         // Deterministic pseudo-random symbols and queries, in and out of order.
         let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let symbols: Vec<_> = (0..500).map(|_| sym((next() % 3) as u32 + 1, next() % 4096, "a")).collect();
-        let index = SymbolIndex::new(&symbols, STRINGS);
+        let index = SymbolIndex::from_vec(symbols, STRINGS);
         let mut queries: Vec<(u32, u64)> = (0..2000).map(|_| ((next() % 4) as u32, next() % 5000)).collect();
         for sorted in [false, true] {
             if sorted {
@@ -1142,130 +782,6 @@ mod tests {
                 assert_eq!(index.count_at_most(q), index.keys().partition_point(|&k| k <= q), "{section} {offset}");
             }
         }
-    }
-
-    #[test]
-    fn the_address_set_agrees_with_the_sorted_symbols() {
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
-        let symbols: Vec<_> = (0..400).map(|_| sym((next() % 3) as u32 + 1, next() % 2048, "a")).collect();
-        let index = SymbolIndex::new(&symbols, STRINGS);
-        let (mut hits, mut misses) = (0, 0);
-        for _ in 0..4000 {
-            let (section, ip, max) = ((next() % 4) as u32, next() % 2200, next() % 17);
-            let low = ip.saturating_sub(max);
-            let sorted = index.at_or_below(section, ip).is_some_and(|s| s.value >= low);
-            assert_eq!(index.any_within(section, low, ip), sorted, "{section} {ip} {max}");
-            if sorted { hits += 1 } else { misses += 1 }
-        }
-        // Both answers came up often: the comparison is not vacuous.
-        assert!(hits > 500 && misses > 500, "{hits} {misses}");
-        assert!(index.addresses.get().is_some_and(Option::is_some), "the set answered");
-        // A window wider than the set is probed over asks the sorted symbols.
-        assert!(index.any_within(1, 0, 4000));
-        assert!(!index.any_within(0, 0, 4000));
-    }
-
-    #[test]
-    fn the_blocks_agree_with_the_sorted_symbols() {
-        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
-        // Section 2 is no code; 1 and 3 are, of sizes that are no
-        // multiple of a block. 400 symbols over 5,000 bytes, of a symbol
-        // table of 1,300: blocks of 16 bytes, so windows up to 16 bytes
-        // wide often cross one.
-        let no_code = |s: Section| Section { flags: 0, ..s };
-        let sections = [no_code(text("", 0)), text(".text", 3000), no_code(text(".data", 900)), text(".x", 2000)];
-        let symbols: Vec<_> = (0..400)
-            .map(|i| if i % 2 == 0 { sym(1, next() % 3000, "a") } else { sym(3, next() % 2000, "b") })
-            .collect();
-        let mut blocks = Blocks::new(&sections, 1300);
-        assert_eq!(blocks.shift, 4);
-        for s in &symbols {
-            assert!(blocks.add(s.section, s.value));
-        }
-        blocks.fill();
-        assert!(blocks.usable);
-        let index = SymbolIndex::new(&symbols, STRINGS);
-        let (mut hits, mut misses, mut crossing) = (0, 0, 0);
-        for _ in 0..20_000 {
-            let section = [1, 3][(next() % 2) as usize];
-            let (ip, max) = (next() % 3000, next() % 17);
-            let low = ip.saturating_sub(max);
-            let sorted = index.at_or_below(section, ip).is_some_and(|s| s.value >= low);
-            if ip >= sections[section as usize].size {
-                // Past a section's covered bytes: never kept here, the
-                // full decision answers.
-                continue;
-            }
-            assert_eq!(blocks.any_within(section, low, ip), sorted, "{section} {low}..={ip}");
-            *if sorted { &mut hits } else { &mut misses } += 1;
-            if sorted && low >> 4 != ip >> 4 && index.at_or_below(section, ip).is_some_and(|s| s.value >> 4 == ip >> 4)
-            {
-                crossing += 1;
-            }
-        }
-        // Both answers came up often, and hits in the later of two blocks.
-        assert!(hits > 2000 && misses > 2000 && crossing > 200, "{hits} {misses} {crossing}");
-        assert!(!blocks.any_within(2, 0, 16), "no code, no symbol");
-    }
-
-    #[test]
-    fn what_the_blocks_cannot_hold_leaves_them_unusable() {
-        let sections = [Section { flags: 0, ..text("", 0) }, text(".text", 0x100)];
-        // A symbol past the section's covered bytes (0x101 rounded up).
-        let mut blocks = Blocks::new(&sections, 4);
-        assert!(blocks.add(1, 0x100), "a label at the end fits");
-        assert!(!blocks.add(1, 0x200));
-        blocks.fill();
-        assert!(!blocks.usable);
-        // More symbols in a block than BLOCK_CAP.
-        let mut blocks = Blocks::new(&sections, 200);
-        for _ in 0..=BLOCK_CAP {
-            assert!(blocks.add(1, 0x10));
-        }
-        blocks.fill();
-        assert!(!blocks.usable);
-        // At the cap, still usable.
-        let mut blocks = Blocks::new(&sections, 200);
-        for _ in 0..BLOCK_CAP {
-            assert!(blocks.add(1, 0x10));
-        }
-        blocks.fill();
-        assert!(blocks.usable && blocks.any_within(1, 0x10, 0x10) && !blocks.any_within(1, 0x11, 0x20));
-        // More symbols than the blocks were sized for.
-        let mut blocks = Blocks::new(&sections, 2);
-        assert!(blocks.add(1, 0x10) && blocks.add(1, 0x20));
-        assert!(!blocks.add(1, 0x30));
-        blocks.fill();
-        assert!(!blocks.usable);
-    }
-
-    #[test]
-    fn symbols_the_set_cannot_pack_go_to_the_sorted_symbols() {
-        // Value past 2^48, section 0xffff: no packed key would be exact.
-        for far in [sym(1, 1 << 48, "f"), sym(0xffff, 0x10, "f")] {
-            let index = SymbolIndex::new(&[sym(1, 0x10, "a"), far], STRINGS);
-            assert!(index.any_within(1, 0x0c, 0x10));
-            assert!(index.any_within(far.section, far.value - 4, far.value));
-            assert!(!index.any_within(far.section, far.value + 1, far.value + 4));
-            assert!(index.addresses.get().is_some_and(Option::is_none), "no set");
-        }
-    }
-
-    #[test]
-    fn the_highest_symbol_of_a_section_is_the_last_of_its_sorted_symbols() {
-        let symbols = [
-            sym(1, 0x10, "a"),
-            sym(2, 0x300, "b"),
-            sym(1, 0x200, "first"),
-            sym(1, 0x80, "c"),
-            sym(1, 0x200, "second"),
-            sym(3, 0, "f"),
-        ];
-        let index = SymbolIndex::new(&symbols, STRINGS);
-        for section in 0..5 {
-            assert_eq!(index.highest_in_section(section), index.in_section(section).next_back(), "{section}");
-        }
-        assert_eq!(index.name(&index.highest_in_section(1).unwrap()), b"second");
     }
 
     #[test]

@@ -393,7 +393,7 @@ impl<T> Extraction<T> {
 }
 
 /// What reading a callsite table feeds, item by item, as it reads them:
-/// [`extract`] keeps every item; [`crate::decide::all_kept`] keeps none,
+/// [`extract`] keeps every item; [`crate::kept::all_kept`] keeps none,
 /// and ends the reading at the first entry it cannot settle. The items and
 /// the checks made on the way are the same for both.
 pub trait Visit {
@@ -587,8 +587,7 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
     // The names are cut out of `.shstrtab` here, as `object`'s string table
     // would, with its error: that table finds a NUL with `memchr`, whose
     // first call probes the CPU's features (cpuid, which a hypervisor
-    // traps: some 5 µs each where this was measured, tens of µs in all)
-    // for a search over a few bytes.
+    // traps) for a search over a few bytes.
     let names = match header.shstrndx(endian, data).map_err(malformed)? {
         0 => &[][..],
         i => table.section(object::SectionIndex(i as usize)).and_then(|s| s.data(endian, data)).map_err(malformed)?,
@@ -964,9 +963,10 @@ struct Resolved {
 type Base = Result<(usize, u64, i64), Target>;
 
 impl Resolved {
-    // Called once per callsite; left out of line it costs ~24 instructions
-    // a call (callgrind on amdgpu.ko), and the compiler does leave it.
-    #[allow(clippy::inline_always, reason = "measured: see above")]
+    // Called once per callsite, in the relocation walk, where a call's
+    // spills and reloads would outweigh its work; the compiler leaves it
+    // out of line unless told.
+    #[allow(clippy::inline_always, reason = "once per callsite in the relocation walk: see above")]
     #[inline(always)]
     fn get<Elf: FileHeader<Endian = Endianness>>(
         &mut self,
@@ -987,7 +987,7 @@ trait Place {
 }
 
 impl Place for Base {
-    #[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite, measured")]
+    #[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite in the relocation walk")]
     #[inline(always)]
     fn place(&self, info: &ElfInfo, addend: i64) -> Target {
         let &(section, size, value) = match self {
@@ -1108,9 +1108,6 @@ impl Walk<'_> {
     ) -> Result<(usize, bool), Error> {
         let mut local_functions = 0;
         for (index, sym) in symbols.iter().enumerate().skip(1) {
-            if let Some(ahead) = symbols.get(index + PREFETCH_AHEAD) {
-                prefetch(self.strings, ahead.st_name(endian));
-            }
             if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
                 local_functions += 1;
             }
@@ -1147,28 +1144,6 @@ impl Walk<'_> {
         }
         Ok((local_functions, false))
     }
-}
-
-/// How many symbols ahead of the walk a name is prefetched.
-const PREFETCH_AHEAD: usize = 16;
-
-/// Ask the CPU to bring the name at `offset` of `strings` into the cache:
-/// names lie anywhere in the string table (on amdgpu.ko, 0.8 MiB in no
-/// order), and the walk reads the first byte of nearly every one; without
-/// this, waiting for those bytes was half of the walk's time (perf).
-/// A hint only: nothing is read, and an offset past the table asks for its
-/// last byte.
-#[inline]
-fn prefetch(strings: &[u8], offset: u32) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let at = strings.as_ptr().wrapping_add((offset as usize).min(strings.len().saturating_sub(1)));
-        // SAFETY: a prefetch reads no memory and cannot fault; SSE is part
-        // of every x86_64 CPU.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (strings, offset);
 }
 
 /// The symbol table's string table, which must end with a NUL so that

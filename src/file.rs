@@ -18,10 +18,9 @@ use crate::process::{Analysis, COMPRESSED_ADVICE, CompressedPolicy, LeftAlone, O
 /// A module's bytes: read into memory when small, mapped when large.
 ///
 /// Mapping touches only the pages the tool needs, which matters for
-/// amdgpu.ko; but every mmap and munmap takes the address space's lock, and
-/// with -j2 over Debian's 4,216 modules the two threads spent their time
-/// waiting on it (two threads: 0.21 s, two processes: 0.13 s). Most modules
-/// are small enough that one `read()` is cheaper than a mapping.
+/// amdgpu.ko; but every mmap and munmap takes the address space's lock, on
+/// which the worker threads of a tree run would wait for each other. Most
+/// modules are small enough that one `read()` is cheaper than a mapping.
 enum Contents {
     Read(Vec<u8>),
     Mapped(memmap2::Mmap),

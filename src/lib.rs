@@ -14,6 +14,8 @@
 //! - [`release`]: every kernel release at which a rule changes;
 //! - [`arch`]: the per-arch facts and per-release rows that pick that rule;
 //! - [`decide`]: the weak-entry decision, a pure function;
+//! - [`kept`]: the offset rule's "every entry kept", answered as a module
+//!   is read;
 //! - [`plan`]: every byte to write, checked in full, then applied;
 //! - [`process`]: one module's bytes, start to end;
 //! - [`report`]: what the analysis found, as plain data;
@@ -30,6 +32,7 @@ pub mod elf;
 pub mod error;
 pub mod file;
 pub mod kconfig;
+pub mod kept;
 pub mod plan;
 pub mod process;
 pub mod release;

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The test harness brings its own main (this file has no tests).
-#![cfg_attr(not(test), no_main)]
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -12,7 +11,7 @@ use zero_weak_mcount::error::Error;
 use zero_weak_mcount::kconfig::Kconfig;
 use zero_weak_mcount::process::{Options, Outcome, Tally};
 use zero_weak_mcount::render::{self, Human, Usage, Walked};
-use zero_weak_mcount::{stop, walk};
+use zero_weak_mcount::{risk, stop, walk};
 
 /// What one file produced: lines to print, and how to count it.
 struct Done {
@@ -20,9 +19,18 @@ struct Done {
     /// The module's `--format=json` line.
     json: Option<String>,
     outcome: Result<Outcome, ()>,
+    /// The functions the module puts at risk, each once.
+    at_risk: usize,
 }
 
-#[cfg_attr(test, allow(dead_code))]
+/// std's start keeps what the tool relies on before this runs: the
+/// standard fds open (a closed one is reopened on /dev/null, so a closed
+/// stdout never becomes the module we write), and SIGPIPE ignored (a
+/// closed pipe is an `EPIPE`, which `stop` turns into a quiet end).
+fn main() -> ExitCode {
+    ExitCode::from(run())
+}
+
 fn run() -> u8 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -75,7 +83,7 @@ fn run() -> u8 {
                 p.clear();
             }
             print_done(&done);
-            tally.add(done.outcome.as_ref().ok());
+            tally.add(done.outcome.as_ref().ok(), done.at_risk);
             if let Some(p) = &mut progress {
                 p.done(finished);
             }
@@ -218,6 +226,7 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
                             lines: render::human(&shown, &err, Human::default()),
                             json,
                             outcome: Err(()),
+                            at_risk: 0,
                         });
                     } else if found.modules.is_empty() {
                         say(&render::walked(path, Walked::Empty));
@@ -270,36 +279,6 @@ fn run_one(path: &Path, output: Option<&Path>, opts: &Options, tree: bool, forma
     let how = Human { check: opts.check && !json, verbose: opts.verbose && !json, tree };
     let lines = render::human(&shown, &result, how);
     let json = json.then(|| render::json(&shown, &result, opts.check));
-    Done { lines, json, outcome: result.map(|a| a.outcome).map_err(|_| ()) }
-}
-
-/// The process's entry, in place of std's runtime start (`#![no_main]`).
-/// That start costs ~80 µs a process here, 4 % of `--check` on amdgpu.ko
-/// and more on the small modules Kbuild runs us on by the thousand: it
-/// reads /proc/self/maps and maps an alternate signal stack, only to print
-/// a message on a stack overflow (which now ends in a plain SIGSEGV). What
-/// the tool relies on is done here as std does it: the standard fds open
-/// (a closed stdout must not become the module we write), SIGPIPE ignored
-/// (a closed pipe is an `EPIPE` that `stop` handles), a panic's status 101,
-/// stdout flushed before the exit. The arguments std still collects itself.
-#[cfg(not(test))]
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    // SAFETY: poll(2) on three stack entries; open(2) of a literal path;
-    // signal(2) with SIG_IGN. No Rust state exists yet.
-    unsafe {
-        let mut fds = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
-        if libc::poll(fds.as_mut_ptr(), 3, 0) != -1 {
-            for fd in fds.iter().filter(|p| p.revents & libc::POLLNVAL != 0) {
-                // The lowest free fd: the one just found closed.
-                if libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) != fd.fd {
-                    return 126;
-                }
-            }
-        }
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
-    let code = std::panic::catch_unwind(run).unwrap_or(101);
-    let _ = std::io::stdout().flush();
-    std::process::exit(i32::from(code))
+    let at_risk = result.as_ref().map_or(0, |a| risk::by_function(&a.report.at_risk).count());
+    Done { lines, json, outcome: result.map(|a| a.outcome).map_err(|_| ()), at_risk }
 }

@@ -11,10 +11,11 @@ use crate::decide::{self, Layout, Stripped, SymbolIndex, Verdict};
 use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbols, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
+use crate::kept;
 use crate::plan::{self, Plan};
 use crate::report::{Counts, Finding, Location, Report, RuleFacts};
 use crate::risk::{self, AtRisk, Record};
-use crate::rule::{Adjust, Criterion, Input, Neutraliser, PatchSite, Rule};
+use crate::rule::{Adjust, Input, Neutraliser, PatchSite, Rule};
 use crate::signature;
 
 /// What to do with a signed module.
@@ -95,14 +96,26 @@ pub struct Tally {
     pub unchanged: usize,
     pub errors: usize,
     pub skipped: std::collections::BTreeMap<LeftAlone, usize>,
+    /// Of `changed`, the modules that carry a signature.
+    pub signed: usize,
+    /// The functions at risk (each once) in the modules counted, and in
+    /// how many modules.
+    pub at_risk: usize,
+    pub at_risk_modules: usize,
 }
 
 impl Tally {
-    /// Count one module: how it ended up, or `None` for an error.
-    pub fn add(&mut self, outcome: Option<&Outcome>) {
+    /// Count one module: how it ended up, or `None` for an error, and how
+    /// many functions it puts at risk.
+    pub fn add(&mut self, outcome: Option<&Outcome>, at_risk: usize) {
         self.modules += 1;
+        self.at_risk += at_risk;
+        self.at_risk_modules += usize::from(at_risk > 0);
         match outcome {
-            Some(Outcome::Changed { .. }) => self.changed += 1,
+            Some(Outcome::Changed { signed, .. }) => {
+                self.changed += 1;
+                self.signed += usize::from(*signed);
+            }
             Some(Outcome::Unchanged) => self.unchanged += 1,
             Some(Outcome::Skipped(kind, _)) => *self.skipped.entry(*kind).or_default() += 1,
             None => self.errors += 1,
@@ -292,9 +305,18 @@ fn decide_module(
     // Most modules have no dead entry, and the offset rule can say so as
     // the module is read, keeping nothing: then there is nothing more to
     // find, to report or to write.
-    let all_kept = if opts.verbose { None } else { decide::all_kept(image, info, callsite, rule)? };
+    let all_kept = if opts.verbose { None } else { kept::all_kept(image, info, callsite, rule)? };
     if let Some(entries) = all_kept {
         let counts = Counts { entries, weak: 0, doubt: 0 };
+        // The full decision (`-v` takes it) must find no dead entry and no
+        // doubt either: every debug-build run checks it.
+        debug_assert_eq!(
+            decide_module(image, info, rule, &Options { verbose: true, ..opts.clone() }, &mut Vec::new())
+                .ok()
+                .and_then(|full| full.report.counts),
+            Some(counts),
+            "the answer while reading keeps what the full decision does not"
+        );
         let report = Report { rule: Some(facts(rule)), counts: Some(counts), ..Report::default() };
         return Ok(Decided { plan: Plan::default(), neutralised: 0, left: None, report });
     }
@@ -326,13 +348,12 @@ fn decide_module(
     let (mut decisions, mut findings) = decide_all(&layout);
     // Under the containment rule a static function whose symbol
     // `--strip-unneeded` took looks just like an overridden weak body. Ask
-    // whether the module looks stripped only when something would go: the
-    // question reads every relocation section. The offset rule needs no
-    // such guard: it is the kernel's own check, which rejects such a record
-    // whether or not it is zeroed.
-    if matches!(rule.criterion, Criterion::Contains { .. })
-        && layout.stripped.is_none()
-        && !decisions.dead.is_empty()
+    // whether the module looks stripped only when that rule found something
+    // to take out: the question reads every relocation section. What the
+    // kernel's own check finds needs no such guard: the kernel rejects
+    // such a record whether or not it is zeroed.
+    if layout.stripped.is_none()
+        && decisions.contained > 0
         && elf::only_relocated_locals(image, info, &extracted.callsite)?
     {
         layout.stripped = Some(Stripped::OnlyRelocated);
@@ -378,7 +399,8 @@ fn at_risk(
     let mut records = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         if let Input::Ips { section, ips, .. } = rule.input(image, info, entry) {
-            records.push(Record { section, ip: ips[0], dead: dead.binary_search(&i).is_ok() });
+            let dead = dead.binary_search(&i).is_ok();
+            records.push(Record { section, ip: ips[0], dead, table_offset: entry.word_offset });
         }
     }
     // arm64 and riscv 6.13+: the kernel's record is the patched instruction,
@@ -404,6 +426,7 @@ fn at_risk(
                 covered_by_dead: found.covered_by_dead,
                 dead_section: name(found.dead.section),
                 dead_site: found.dead.ip,
+                dead_table_offset: found.dead.table_offset,
                 why,
             }
         })
@@ -531,10 +554,11 @@ fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) ->
     };
     let location = Location { section, offset, table_offset: entry.word_offset };
     match verdict {
-        Verdict::Dead { nearest, distance } => Finding::Weak {
+        Verdict::Dead { nearest, distance, by } => Finding::Weak {
             location,
             symbol: nearest.map(|name| String::from_utf8_lossy(name).into_owned()),
             distance: *distance,
+            by: *by,
         },
         Verdict::Doubt(why) => Finding::Doubt { location, why: why.clone() },
         Verdict::Valid => Finding::Kept { location },

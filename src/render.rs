@@ -6,11 +6,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::decide::{Doubt, Stripped};
+use crate::decide::{Doubt, Found, Stripped};
 use crate::error::Error;
 use crate::process::{Analysis, COMPRESSED_ADVICE, LeftAlone, Outcome, Tally};
 use crate::report::{Finding, Location, Report, RuleFacts};
-use crate::risk::AtRisk;
+use crate::risk::{self, AtRisk};
 use crate::rule::{Criterion, Neutraliser};
 
 pub use crate::cli::NAME;
@@ -40,13 +40,96 @@ pub fn human(shown: &str, result: &Result<Analysis, Error>, how: Human) -> Vec<S
     if how.verbose {
         lines.extend(details(&a.report).iter().map(|d| format!("{NAME}: {shown}: {d}")));
     }
-    if let (true, Outcome::Changed { signed, .. }) = (how.check, &a.outcome) {
-        let what = if *signed { "would change (signed)" } else { "would change" };
-        lines.push(format!("{NAME}: {shown}: {what}: {}", summary(&a.report, true)));
-    } else if how.verbose {
-        lines.push(format!("{NAME}: {shown}: {}", summary(&a.report, false)));
+    match (how.check, &a.outcome) {
+        (true, Outcome::Changed { signed, .. }) => {
+            let what = if *signed { "would change (signed)" } else { "would change" };
+            lines.push(format!("{NAME}: {shown}: {what}: {}", summary(&a.report, true)));
+            lines.extend(dead(&a.report, *signed, how, shown).iter().map(|l| format!("{NAME}: {shown}: {l}")));
+        }
+        (true, Outcome::Skipped(LeftAlone::Signed, _)) => {
+            lines.extend(dead(&a.report, true, how, shown).iter().map(|l| format!("{NAME}: {shown}: {l}")));
+        }
+        _ if how.verbose => lines.push(format!("{NAME}: {shown}: {}", summary(&a.report, false))),
+        _ => {}
     }
     lines
+}
+
+/// What `--check` says of a module with dead records, after its summary
+/// line: the functions at risk by name (`-v` has listed each already),
+/// then in one line what that means and, outside a tree (whose summary
+/// says it once), what to do.
+fn dead(report: &Report, signed: bool, how: Human, shown: &str) -> Vec<String> {
+    let Some(weak) = report.counts.map(|c| c.weak).filter(|&n| n > 0) else {
+        return Vec::new();
+    };
+    let functions: Vec<&str> = risk::by_function(&report.at_risk).map(|f| f[0].function.as_str()).collect();
+    let mut lines = Vec::new();
+    let n = functions.len();
+    if n > 0 && !how.verbose {
+        lines.push(format!("{n} {} at risk: {}", plural(n, "function"), bounded(&functions)));
+    }
+    let mut meaning = match n {
+        0 => "no function at risk: ".to_string(),
+        1 => format!("{PROBES} on it {MISSES}; "),
+        _ => format!("{PROBES} on them {MISSES}; "),
+    };
+    // The kernel's check disables what it rejects; what only containment
+    // finds (all of them where the kernel checks nothing) stays enabled,
+    // named after the function before it.
+    let enabled = report.findings.iter().filter(|f| matches!(f, Finding::Weak { by: Found::Containment, .. })).count();
+    let (disabled, records) = (weak - enabled, plural(weak, "record"));
+    let stay = if enabled == 1 { "stays" } else { "stay" };
+    let listed = "listed under the previous function's name";
+    let _ = match (disabled, enabled) {
+        (_, 0) => write!(meaning, "the kernel disables its {weak} dead {records} (listed as {INVALID})"),
+        (0, _) => write!(meaning, "its {weak} dead {records} {stay} enabled, {listed}"),
+        _ => write!(
+            meaning,
+            "the kernel disables {disabled} of its {weak} dead records (listed as {INVALID}); {enabled} {stay} enabled, {listed}"
+        ),
+    };
+    if !how.tree {
+        let step = if signed { format!("{BEFORE_SIGNING}, {SERIES}") } else { format!("{NAME} {shown}") };
+        let _ = write!(
+            meaning,
+            "; {}: {step}",
+            match (n, weak) {
+                (0, 1) => "to remove it",
+                (0, _) => "to remove them",
+                _ => "to fix",
+            }
+        );
+    }
+    lines.push(meaning);
+    lines
+}
+
+/// How the kernel lists a record it disables.
+const INVALID: &str = "__ftrace_invalid_address___N";
+/// Who is hurt by a function at risk, and how.
+const PROBES: &str = "an fprobe, BPF fentry program or livepatch";
+const MISSES: &str = "can attach to a dead weak body and never run";
+
+/// The next step for modules that are signed: where each kind of build
+/// runs the tool before it signs.
+const BEFORE_SIGNING: &str = "process modules where they are built, before they are signed (install-kbuild-hook \
+                              for kernel, DKMS and M= builds; dh_zero_weak_mcount or brp-zero-weak-mcount when \
+                              packaging)";
+/// The fix that needs no processing.
+const SERIES: &str = "or run a kernel with this project's ftrace series";
+
+/// `a`, `a and b`, `a, b and c`; past five names, the first four and
+/// `and N more`.
+fn bounded(names: &[&str]) -> String {
+    const SHOWN: usize = 4;
+    if names.len() > SHOWN + 1 {
+        return format!("{} and {} more", names[..SHOWN].join(", "), names.len() - SHOWN);
+    }
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
 }
 
 /// "1 module", "2 modules".
@@ -65,10 +148,11 @@ pub fn left_alone(kind: LeftAlone) -> &'static str {
 }
 
 /// The tree mode lines after every module's: the compressed modules left
-/// alone, if any, then the summary line, last.
+/// alone, if any, then the summary line; under `--check`, when a module
+/// would change, the functions at risk and the next step, last.
 #[must_use]
 pub fn tree_summary(tally: &Tally, check: bool) -> Vec<String> {
-    let Tally { modules, changed, unchanged, errors, skipped } = tally;
+    let Tally { modules, changed, unchanged, errors, skipped, signed, at_risk, at_risk_modules } = tally;
     let mut lines = Vec::new();
     if let Some(&n) = skipped.get(&LeftAlone::Compressed) {
         lines.push(format!(
@@ -79,12 +163,36 @@ pub fn tree_summary(tally: &Tally, check: bool) -> Vec<String> {
     let skips: Vec<String> = skipped.iter().map(|(k, n)| format!("{n} {}", left_alone(*k))).collect();
     let skipped_total: usize = skipped.values().sum();
     lines.push(format!(
-        "{NAME}: {modules} {}: {changed} {}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} {}",
+        "{NAME}: {modules} {}: {changed} {}{}, {unchanged} unchanged, {skipped_total} skipped{}, {errors} {}",
         plural(*modules, "module"),
         if check { "would change" } else { "changed" },
+        if check && *signed > 0 { format!(" ({signed} signed)") } else { String::new() },
         if skips.is_empty() { String::new() } else { format!(" ({})", skips.join(", ")) },
         plural(*errors, "error"),
     ));
+    let unsigned = changed - signed;
+    // The signed modules that need changes: reported, or left alone under
+    // --signed=skip.
+    let signed = signed + skipped.get(&LeftAlone::Signed).copied().unwrap_or(0);
+    if !check || unsigned + signed == 0 {
+        return lines;
+    }
+    let step = match (unsigned, signed) {
+        (_, 0) => format!("run {NAME} again without --check"),
+        (0, _) => format!("{BEFORE_SIGNING}, {SERIES}"),
+        _ => format!(
+            "run {NAME} again without --check for the {unsigned} unsigned (--signed=skip leaves the others alone); \
+             for the {signed} signed, {BEFORE_SIGNING}, {SERIES}"
+        ),
+    };
+    lines.push(match at_risk {
+        0 => format!("{NAME}: no function at risk; to remove the dead records: {step}"),
+        n => format!(
+            "{NAME}: {n} {} at risk in {at_risk_modules} {}: {PROBES} on them {MISSES}; to fix: {step}",
+            plural(*n, "function"),
+            plural(*at_risk_modules, "module")
+        ),
+    });
     lines
 }
 
@@ -170,20 +278,34 @@ pub fn details(report: &Report) -> Vec<String> {
         lines.push(format!("neutraliser {}", neutraliser(rule.neutraliser)));
     }
     lines.extend(report.findings.iter().filter_map(|f| finding(rule, f)));
-    lines.extend(report.at_risk.iter().map(|r| format!("at risk: {}", at_risk(r))));
-    lines.extend(report.at_risk_after.iter().map(|r| format!("still at risk once processed: {}", at_risk(r))));
+    lines.extend(risk::by_function(&report.at_risk).map(|f| format!("at risk: {}", at_risk(f))));
+    lines.extend(
+        risk::by_function(&report.at_risk_after).map(|f| format!("still at risk once processed: {}", at_risk(f))),
+    );
     lines
 }
 
-/// `F (patch site .text+0x..[, why]) can resolve to dead .text+0x..`, or
-/// `F (no record)` for a function without one.
-fn at_risk(r: &AtRisk) -> String {
+/// `F (patch site .text+0x..[, why]) can resolve to dead .text+0x..[, ...
+/// or .text+0x..]`, or `F (no record)` for a function without one: a
+/// function once, with every dead record its lookup can return.
+fn at_risk(items: &[AtRisk]) -> String {
+    let r = &items[0];
     let own = match (r.patch_site, r.why) {
         (None, _) => "no record".to_string(),
         (Some(at), None) => format!("patch site {}+{at:#x}", r.section),
         (Some(at), Some(why)) => format!("patch site {}+{at:#x}, {why}", r.section),
     };
-    format!("{} ({own}) can resolve to dead {}+{:#x}", r.function, r.dead_section, r.dead_site)
+    let dead: Vec<String> = items.iter().map(|d| format!("{}+{:#x}", d.dead_section, d.dead_site)).collect();
+    format!("{} ({own}) can resolve to dead {}", r.function, either(&dead))
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn either(items: &[String]) -> String {
+    match items.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// Why a function is at risk, for the JSON report.
@@ -233,6 +355,7 @@ fn json_at_risk(list: &[AtRisk]) -> String {
             let other = (r.dead_section != r.section).then(|| Json::str(&r.dead_section));
             o.field("dead_section", &other.unwrap_or_else(|| "null".into()));
             o.field("reason", &Json::str(&at_risk_reason(r)));
+            o.field("dead_table_offset", &hex(r.dead_table_offset));
             o.close()
         })
         .collect();
@@ -316,11 +439,19 @@ fn finding(rule: &RuleFacts, f: &Finding) -> Option<String> {
     let verb = verb(rule.neutraliser);
     Some(match f {
         Finding::Kept { .. } => return None,
-        Finding::Weak { location: l, symbol: Some(name), distance } => {
-            format!("{verb} {} (distance {distance} after {name})", location(l))
-        }
-        Finding::Weak { location: l, symbol: None, distance } => {
-            format!("{verb} {} (distance {distance}, no symbol before it)", location(l))
+        Finding::Weak { location: l, symbol, distance, by } => {
+            let before = match symbol {
+                Some(name) => format!("distance {distance} after {name}"),
+                None => format!("distance {distance}, no symbol before it"),
+            };
+            // Where the kernel checks records, say which dead ones its
+            // check keeps: they are the ones a processed module changes.
+            let missed = if rule.criterion == Criterion::MaxOffset && *by == Found::Containment {
+                "; in no function, which the kernel's check misses: stock keeps its record enabled"
+            } else {
+                ""
+            };
+            format!("{verb} {} ({before}{missed})", location(l))
         }
         Finding::Doubt { location: l, why } => format!("keep {}: {}", location(l), doubt(why)),
     })
@@ -471,11 +602,23 @@ fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
         }
         Finding::Doubt { why, .. } => ("doubt", None, None, None, Some(doubt(why))),
     };
+    // Which rule found a dead entry, and what a kernel that loads the
+    // module as it is does with its record.
+    let (found_by, stock) = match f {
+        Finding::Weak { by: Found::KernelCheck, .. } => (Some("max_offset"), Some("rejected")),
+        Finding::Weak { by: Found::Containment, .. } => {
+            let checks = rule.is_some_and(|r| r.criterion == Criterion::MaxOffset);
+            (Some("in_function"), Some(if checks { "kept_enabled" } else { "kept_enabled_unchecked" }))
+        }
+        _ => (None, None),
+    };
     o.field("verdict", &Json::str(verdict));
     o.field("neutraliser", &neutraliser.map_or("null".into(), Json::str));
     o.field("distance", &distance.map_or("null".into(), |d| d.to_string()));
     o.field("symbol", &symbol.map_or("null".into(), Json::str));
     o.field("doubt", &why.as_deref().map_or("null".into(), Json::str));
+    o.field("found_by", &found_by.map_or("null".into(), Json::str));
+    o.field("stock", &stock.map_or("null".into(), Json::str));
     o.close()
 }
 

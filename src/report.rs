@@ -3,7 +3,7 @@
 //! judged by, the counts, each weak or doubtful entry. [`crate::process`] fills it in; [`crate::render`] turns it into
 //! words, for people or as JSON. Nothing here is wording.
 
-use crate::decide::Doubt;
+use crate::decide::{Doubt, Found};
 use crate::risk::AtRisk;
 use crate::rule::{Arch, Criterion, Neutraliser};
 
@@ -25,7 +25,7 @@ pub struct RuleFacts {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub entries: usize,
-    /// Rejected by the kernel's check: neutralised (or to be).
+    /// Dead: neutralised (or to be), whichever rule found them.
     pub weak: usize,
     /// Kept because the tool cannot be sure.
     pub doubt: usize,
@@ -48,9 +48,10 @@ pub struct Location {
 pub enum Finding {
     /// A symbol explains it: the kernel keeps the record.
     Kept { location: Location },
-    /// No symbol explains it: neutralised. `symbol` is the nearest symbol
-    /// before it, `distance` how far past that symbol (0 without one).
-    Weak { location: Location, symbol: Option<String>, distance: u64 },
+    /// Dead: neutralised. `symbol` is the nearest symbol before it,
+    /// `distance` how far past that symbol (0 without one), `by` the rule
+    /// that found it.
+    Weak { location: Location, symbol: Option<String>, distance: u64, by: Found },
     /// Kept because the tool cannot be sure, for this reason.
     Doubt { location: Location, why: Doubt },
 }

@@ -60,6 +60,10 @@ pub struct Record {
     pub ip: u64,
     /// The kernel rejects it (a weak body's entry): neutralised, it is gone.
     pub dead: bool,
+    /// Its word's offset in the callsite table: what names it in the
+    /// report's findings on every arch, where its ip may differ from the
+    /// finding's location by the adjust.
+    pub table_offset: u64,
 }
 
 /// The module as the lookup sees it.
@@ -113,8 +117,25 @@ pub struct AtRisk {
     pub covered_by_dead: bool,
     pub dead_section: String,
     pub dead_site: u64,
+    /// The dead record's word in the callsite table (a finding's
+    /// `table_offset`).
+    pub dead_table_offset: u64,
     /// The arch's reason for F's record to sit past F, where it has one.
     pub why: Option<&'static str>,
+}
+
+impl AtRisk {
+    /// The same function as `other` (the report has an item per dead
+    /// record a function's lookup can return).
+    fn same_function(&self, other: &AtRisk) -> bool {
+        (self.function_addr, &self.section, &self.function) == (other.function_addr, &other.section, &other.function)
+    }
+}
+
+/// The report's items grouped by function, each function once, in
+/// laid-out order: [`at_risk`] gives a function's items one after another.
+pub fn by_function(list: &[AtRisk]) -> impl Iterator<Item = &[AtRisk]> {
+    list.chunk_by(AtRisk::same_function)
 }
 
 /// A laid-out address: region, then offset in it.
@@ -233,7 +254,6 @@ pub fn at_risk(module: &Module<'_, '_>, records: &[Record]) -> Vec<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHT_PROGBITS};
 
     const STRINGS: &[u8] = b"\0f\0g\0h\0";
 
@@ -242,27 +262,16 @@ mod tests {
     }
 
     fn text(name: &str, size: u64, align: u64) -> Section {
-        let flags = u64::from(SHF_ALLOC | SHF_EXECINSTR);
-        Section {
-            name: name.into(),
-            sh_type: SHT_PROGBITS,
-            flags,
-            offset: 0,
-            size,
-            link: 0,
-            info: 0,
-            entsize: 0,
-            align,
-        }
+        Section { offset: 0, align, ..crate::decide::tests::text(name, size) }
     }
 
     fn r(section: u32, ip: u64, dead: bool) -> Record {
-        Record { section, ip, dead }
+        Record { section, ip, dead, table_offset: 0 }
     }
 
     /// `(name, dead section, dead ip)` of each item.
     fn run(sections: &[Section], symbols: &[LookupSymbol], records: &[Record], lead: u64) -> Vec<(u8, u32, u64)> {
-        let index = SymbolIndex::new(symbols, STRINGS);
+        let index = SymbolIndex::from_vec(symbols.to_vec(), STRINGS);
         let m = Module::new(&index, sections, region, 5, lead);
         at_risk(&m, records).iter().map(|x| (STRINGS[x.function.name as usize], x.dead.section, x.dead.ip)).collect()
     }
@@ -380,7 +389,7 @@ mod tests {
                     records.push(r(s, next(size), next(3) == 0));
                 }
             }
-            let index = SymbolIndex::new(&symbols, STRINGS);
+            let index = SymbolIndex::from_vec(symbols.clone(), STRINGS);
             let mut m = Module::new(&index, &sections, region, 5, 0);
             assert_eq!(m.overhang, [false, false]);
             let fast = at_risk(&m, &records);

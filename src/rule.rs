@@ -185,13 +185,16 @@ impl fmt::Display for Release {
     }
 }
 
-/// The criterion an entry is judged by: the kernel's own test of each
-/// record ([`Criterion::MaxOffset`]), or, where the kernel tests none,
-/// sorttable's containment rule ([`Criterion::Contains`]).
+/// The criterion an entry is judged by. sorttable's containment rule
+/// applies on every arch; where the kernel tests each record
+/// ([`Criterion::MaxOffset`]) its test applies too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Criterion {
     /// `test_for_valid_rec()`: a symbol at most `FTRACE_MCOUNT_MAX_OFFSET`
-    /// bytes before the record ip.
+    /// bytes before the record ip; and the record ip inside a sized
+    /// function symbol of its section, which catches a dead body that
+    /// starts within that offset of the end of a short function
+    /// ([`crate::decide::checked_and_contained`]).
     MaxOffset,
     /// No check in the kernel: it keeps every record, and names a dead weak
     /// body after the function before it. We apply `scripts/sorttable.c`'s
@@ -239,7 +242,7 @@ impl Adjust {
     /// The candidate ips for a location; `global_entry` says whether the two
     /// instructions at the location are the clang global-entry pair.
     #[must_use]
-    #[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
+    #[allow(clippy::inline_always, reason = "once per entry in the relocation walk of kept::all_kept")]
     #[inline(always)]
     pub fn candidates(self, addr: u64, global_entry: bool) -> ([u64; 2], usize) {
         match self {
@@ -352,7 +355,7 @@ impl Rule {
     /// The decision input for one entry: its candidate record ips, after
     /// `ftrace_call_adjust()`.
     #[must_use]
-    #[allow(clippy::inline_always, reason = "see AllKept::entry: inlined into the relocation walk, measured")]
+    #[allow(clippy::inline_always, reason = "once per entry in the relocation walk of kept::all_kept")]
     #[inline(always)]
     pub fn input(&self, image: &[u8], info: &ElfInfo, entry: &Entry) -> Input {
         match &entry.target {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The answer given while a module is read (`decide::all_kept`: every entry
+//! The answer given while a module is read (`kept::all_kept`: every entry
 //! kept, nothing stored) is the full decision's answer, on modules where it
 //! answers and on modules where it hands over: the same report, plan,
 //! outcome and warnings, and for a damaged module the same error. `-v`
@@ -15,8 +15,8 @@ mod common;
 use common::{Fixture, Rng, Scratch, Text, module, standard};
 use object::{Architecture, Endianness, elf};
 use zero_weak_mcount::arch::{self, Overrides, Scope};
-use zero_weak_mcount::decide;
 use zero_weak_mcount::elf::parse_info;
+use zero_weak_mcount::kept;
 use zero_weak_mcount::process::{Options, analyze};
 use zero_weak_mcount::report::Finding;
 
@@ -37,11 +37,12 @@ fn answered(data: &[u8]) -> Option<usize> {
     let info = parse_info(data).ok()?;
     let Scope::Act(rule) = arch::rule_for(data, &info, None, &Overrides::default()).ok()? else { return None };
     let callsite = info.alloc_section(rule.section)?;
-    decide::all_kept(data, &info, callsite, &rule).ok()?
+    kept::all_kept(data, &info, callsite, &rule).ok()?
 }
 
 /// The standard fixture with only the entries the offset rule keeps: no
-/// dead entry, no doubt (docs of `common::standard`).
+/// dead entry, no doubt (docs of `common::standard`). Built with
+/// functions longer than `max`, each entry lies inside one.
 fn all_kept(mut f: Fixture, max: u64) -> Fixture {
     f.texts[0].ips = vec![0x40, 0x40 + max, 0x100];
     f.texts[1].ips = vec![0x10];
@@ -99,15 +100,43 @@ fn a_dead_entry_or_a_doubt_hands_the_module_to_the_full_decision() {
         assert_eq!(quick, full, "{name}");
         assert!(quick.contains("Weak {"), "{name}: a dead entry is reported: {quick}");
     }
-    // A doubt alone (an entry at the start of a section another precedes)
-    // is no dead entry, and is still not kept by a symbol.
+    // A doubt alone (a record past its section's end) is no dead entry,
+    // and is still not kept by a symbol.
+    let mut f = all_kept(x86_64(), 4);
+    f.texts[1].ips.push(0x50);
+    let data = f.build();
+    assert_eq!(answered(&data), None);
+    let (quick, full) = analyses(&data);
+    assert_eq!(quick, full);
+    assert!(quick.contains("Doubt {") && !quick.contains("Weak {"), "{quick}");
+    // At the start of a section another precedes, a symbol at the end of
+    // that one might satisfy the kernel's check; but the entry lies in no
+    // function, so it is dead by sorttable's rule.
     let mut f = all_kept(x86_64(), 4);
     f.texts[1].ips.push(0);
     let data = f.build();
     assert_eq!(answered(&data), None);
     let (quick, full) = analyses(&data);
     assert_eq!(quick, full);
-    assert!(quick.contains("Doubt {") && !quick.contains("Weak {"), "{quick}");
+    assert!(quick.contains("by: Containment") && !quick.contains("Doubt {"), "{quick}");
+}
+
+#[test]
+fn a_function_in_the_window_keeps_an_entry_here_only_if_it_covers_it() {
+    // ppc64: max 16. The entry 16 bytes past a function lies in its
+    // window, and inside it only if it is longer than 16 bytes; a shorter
+    // function keeps nothing here, and the full decision answers.
+    let mut f = all_kept(ppc64(), 16);
+    f.texts[0].ips = vec![0x40, 0x50, 0x100];
+    for (size, answer) in [(12, None), (16, None), (17, Some(5)), (0x20, Some(5))] {
+        f.function_size = size;
+        let data = f.build();
+        assert_eq!(answered(&data), answer, "{size}-byte functions");
+        let (quick, full) = analyses(&data);
+        assert_eq!(quick, full, "{size}-byte functions");
+        // Where it is not inside, sorttable's rule finds it dead.
+        assert_eq!(quick.contains("by: Containment"), answer.is_none(), "{size}-byte functions: {quick}");
+    }
 }
 
 /// A module of random text sections, symbols and callsites: dense enough
@@ -142,6 +171,8 @@ fn random_module(rng: &mut Rng, arch: Architecture, abs: u32, max: u64) -> Vec<u
             symbols.into_iter().enumerate().map(|(i, v)| (["f", "g", "h", "k"][i % 4], v)).collect();
         f.texts.push(Text { name, size, symbols, ips });
     }
+    // Functions as long as the window or shorter keep nothing while read.
+    f.function_size = 1 + rng.below(2 * max as usize + 2) as u64;
     f.build()
 }
 

@@ -435,9 +435,10 @@ fn json_reports_the_bundled_modules_entries() {
         o.contains(
             "\"findings\": [{\"location\": \".text+0x0\", \"section\": \".text\", \"offset\": \"0x0\", \
              \"table_offset\": \"0x0\", \"verdict\": \"weak\", \"neutraliser\": \"zero\", \"distance\": 0, \
-             \"symbol\": null, \"doubt\": null}, {\"location\": \".text+0x20\", \"section\": \".text\", \
-             \"offset\": \"0x20\", \"table_offset\": \"0x10\", \"verdict\": \"weak\", \"neutraliser\": \"zero\", \
-             \"distance\": 16, \"symbol\": \"zwm_arch_kept\", \"doubt\": null}]"
+             \"symbol\": null, \"doubt\": null, \"found_by\": \"max_offset\", \"stock\": \"rejected\"}, \
+             {\"location\": \".text+0x20\", \"section\": \".text\", \"offset\": \"0x20\", \"table_offset\": \"0x10\", \
+             \"verdict\": \"weak\", \"neutraliser\": \"zero\", \"distance\": 16, \"symbol\": \"zwm_arch_kept\", \
+             \"doubt\": null, \"found_by\": \"max_offset\", \"stock\": \"rejected\"}]"
         ),
         "{o}"
     );
@@ -513,8 +514,8 @@ fn json_reports_changes_and_errors_per_file() {
 /// Started with its standard fds closed (a hook run by a daemon), the tool
 /// must never let a module it has open become fd 1 or 2: a line printed
 /// for one module while another is being written would land in that one.
-/// The entry opens each closed fd on /dev/null first, as std's runtime
-/// start does. Two jobs over a tree, JSON on stdout, `-v` on stderr.
+/// std's start-up opens each closed fd on /dev/null before `main` runs.
+/// Two jobs over a tree, JSON on stdout, `-v` on stderr.
 #[test]
 fn closed_standard_fds_are_never_a_module() {
     use std::os::unix::process::CommandExt as _;

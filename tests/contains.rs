@@ -281,6 +281,11 @@ fn a_tree_counts_these_modules_as_processed_not_skipped() {
     let err = common::stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("2 modules: 1 would change, 1 unchanged, 0 skipped, 0 errors"), "{err}");
+    // The kernel checks nothing here: the dead records stay enabled.
+    let line = "weak.ko: an fprobe, BPF fentry program or livepatch on them can attach to a dead weak body and never \
+                run; its 4 dead records stay enabled, listed under the previous function's name\n";
+    assert!(err.contains(line) && err.contains("weak.ko: 2 functions at risk: f and g\n"), "{err}");
+    assert!(!err.contains("disables"), "{err}");
 }
 
 /// How a module was stripped, for [`build_strip`].

@@ -302,6 +302,7 @@ fn x86_and_i386_before_6_0_are_zeroed_by_containment() {
     for (arch, abs) in [(Architecture::X86_64, elf::R_X86_64_64), (Architecture::I386, elf::R_386_32)] {
         let mut f = common::standard(arch, Endianness::Little, 0, "__mcount_loc", abs, 0, 4);
         f.vermagic = "5.10.0-32-amd64 SMP mod_unload modversions";
+        f.function_size = 4;
         let (_, an) = run(&f.build());
         assert!(an.summary().starts_with("zeroed 5 of 9 entries"), "{arch:?}: {}", an.summary());
         assert!(an.summary().contains("inside a function symbol"), "{}", an.summary());

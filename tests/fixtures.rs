@@ -41,8 +41,12 @@ fn check(fixture: &Fixture, opts: &Options, zeroed: &[(&str, u64)]) {
     assert!(!matches!(outcome, Outcome::Changed { .. }));
 }
 
-fn weak(max: u64) -> Vec<(&'static str, u64)> {
-    vec![(".text", 0x20), (".text", 0x41 + max), (".text", 0x180)]
+/// The standard fixture's dead entries where the kernel checks records:
+/// three its check rejects, and `.noinstr.text`'s first entry (at `adjust`
+/// once adjusted), which a symbol at the end of `.text` might let the
+/// check keep, but which lies in no function.
+fn weak(max: u64, adjust: u64) -> Vec<(&'static str, u64)> {
+    vec![(".text", 0x20), (".text", 0x41 + max), (".text", 0x180), (".noinstr.text", adjust)]
 }
 
 #[test]
@@ -51,7 +55,7 @@ fn x86_64_default_assumes_ibt() {
     let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
     f.texts.retain(|t| t.name != ".init.text" && t.name != ".exit.text");
     assert!(f.texts.iter().any(|t| t.name == ".text"));
-    let weak: Vec<_> = weak(4);
+    let weak: Vec<_> = weak(4, 0);
     check(&f, &Options::default(), &weak);
 }
 
@@ -63,16 +67,15 @@ fn x86_64_without_ibt_zeroes_at_plus_four() {
         kconfig: Some(Kconfig::parse("CONFIG_X86_64=y\nCONFIG_DYNAMIC_FTRACE=y\n# CONFIG_X86_KERNEL_IBT is not set\n")),
         ..Options::default()
     };
-    let mut z = weak(4);
+    let mut z = weak(4, 0);
     z.push((".text", 0x44));
-    // The section-start entry of .noinstr.text at ip 0 is still <= max 0.
     check(&f, &opts, &z);
 }
 
 #[test]
 fn i386_rel_addend_in_the_word() {
     let f = standard(Architecture::I386, Endianness::Little, 0, "__mcount_loc", elf::R_386_32, 0, 0);
-    check(&f, &Options::default(), &weak(0));
+    check(&f, &Options::default(), &weak(0, 0));
 }
 
 #[test]
@@ -86,7 +89,7 @@ fn ppc64le_elfv2_patchable_entries() {
         0,
         16,
     );
-    check(&f, &Options::default(), &weak(16));
+    check(&f, &Options::default(), &weak(16, 0));
 }
 
 #[test]
@@ -100,7 +103,7 @@ fn ppc64_big_endian_elfv2() {
         0,
         16,
     );
-    check(&f, &Options::default(), &weak(16));
+    check(&f, &Options::default(), &weak(16, 0));
 }
 
 #[test]
@@ -122,13 +125,13 @@ fn ppc32_patchable_entries_adjust_by_eight() {
         )),
         ..Options::default()
     };
-    check(&f, &opts, &weak(16));
+    check(&f, &opts, &weak(16, 8));
 }
 
 #[test]
 fn ppc32_plain_pg_has_max_eight() {
     let f = standard(Architecture::PowerPc, Endianness::Big, 0, "__mcount_loc", elf::R_PPC_ADDR32, 0, 8);
-    check(&f, &Options::default(), &weak(8));
+    check(&f, &Options::default(), &weak(8, 0));
 }
 
 #[test]
@@ -158,6 +161,7 @@ fn kernels_before_the_check_get_the_containment_rule() {
     // in no function are zeroed (the adjust is the identity).
     let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
     f.vermagic = "5.15.0-91-generic SMP mod_unload modversions";
+    f.function_size = 4;
     let dead = [(".text", 0x20), (".text", 0x44), (".text", 0x45), (".text", 0x180), (".noinstr.text", 0)];
     check(&f, &Options::default(), &dead);
     // Older than any source read: left alone.
@@ -167,10 +171,21 @@ fn kernels_before_the_check_get_the_containment_rule() {
 
 #[test]
 fn doubt_is_reported_with_its_reason() {
-    let f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
+    // A callsite past the end of its section.
+    f.texts[1].ips.push(0x50);
     let a = analyze(&f.build(), &Options { verbose: true, ..Options::default() }).unwrap();
     assert!(
-        a.details().iter().any(|d| d.starts_with("keep .noinstr.text+0x0:") && d.contains(".text precedes it")),
+        a.details().iter().any(|d| d.starts_with("keep __mcount_loc+0x40: target .noinstr.text+0x50 lies outside")),
+        "{:#?}",
+        a.details()
+    );
+    // At the start of a section .text precedes: a symbol at .text's end
+    // might satisfy the kernel's check, but no function holds it.
+    assert!(
+        a.details()
+            .iter()
+            .any(|d| d.starts_with("zero .noinstr.text+0x0 (distance 0, no symbol before it; in no function")),
         "{:#?}",
         a.details()
     );
@@ -199,4 +214,37 @@ fn ppc64_without_any_callsite_table_has_nothing_to_do() {
     let a = analyze(&f.build(), &Options::default()).unwrap();
     assert_eq!(a.outcome, Outcome::Unchanged);
     assert_eq!(a.summary(), "nothing to do: no __patchable_function_entries section");
+}
+
+#[test]
+fn a_dead_body_within_the_max_offset_of_a_short_function_goes_too() {
+    // As in sid's ppc64el kvm.ko: the dead body's record is 16 bytes past
+    // a 12-byte function, which the kernel's check (max offset 16) keeps,
+    // enabled under that function's name. It lies in no function: zeroed.
+    let mut f = standard(
+        Architecture::PowerPc64,
+        Endianness::Little,
+        2,
+        "__patchable_function_entries",
+        elf::R_PPC64_ADDR64,
+        0,
+        16,
+    );
+    f.function_size = 12;
+    f.texts.truncate(1);
+    f.texts[0].symbols = vec![("short", 0x40), ("g", 0x80)];
+    f.texts[0].ips = vec![0x48, 0x50, 0x88];
+    check(&f, &Options::default(), &[(".text", 0x50)]);
+    let a = analyze(&f.build(), &Options::default()).unwrap();
+    assert!(
+        a.details().contains(
+            &"zero .text+0x50 (distance 16 after short; in no function, which the kernel's check misses: stock keeps \
+              its record enabled)"
+                .to_string()
+        ),
+        "{:#?}",
+        a.details()
+    );
+    let json = zero_weak_mcount::render::json("m.ko", &Ok(a), true);
+    assert!(json.contains("\"found_by\": \"in_function\", \"stock\": \"kept_enabled\""), "{json}");
 }

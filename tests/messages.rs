@@ -44,8 +44,22 @@ fn summaries_say_1_module_and_1_error() {
     dir.file("bad/x.ko", b"garbage");
     dir.file("bad/y.ko", b"garbage");
     let last = |args: &[&str]| stderr(&tool(args)).lines().last().unwrap().to_string();
-    let one = last(&["--check", dir.0.join("one").to_str().unwrap()]);
-    assert_eq!(one, "zero-weak-mcount: 1 module: 1 would change, 0 unchanged, 0 skipped, 0 errors");
+    let err = stderr(&tool(&["--check", dir.0.join("one").to_str().unwrap()]));
+    let one: Vec<&str> = err.lines().rev().take(2).collect();
+    assert_eq!(
+        one,
+        [
+            "zero-weak-mcount: no function at risk; to remove the dead records: run zero-weak-mcount again without \
+             --check",
+            "zero-weak-mcount: 1 module: 1 would change, 0 unchanged, 0 skipped, 0 errors"
+        ]
+    );
+    // The module's own line leaves the step to the summary.
+    assert!(err.contains("m.ko: no function at risk: the kernel disables its 2 dead records (listed as"), "{err}");
+    assert!(!err.contains("to remove them"), "{err}");
+    // Written, nothing is left to do: the counts end the run.
+    let written = last(&[dir.0.join("one").to_str().unwrap()]);
+    assert_eq!(written, "zero-weak-mcount: 1 module: 1 changed, 0 unchanged, 0 skipped, 0 errors");
     let two = last(&["--check", dir.0.join("bad").to_str().unwrap()]);
     assert_eq!(two, "zero-weak-mcount: 2 modules: 0 would change, 0 unchanged, 0 skipped, 2 errors");
     fs::remove_file(dir.0.join("bad/y.ko")).unwrap();
@@ -115,7 +129,7 @@ fn a_tree_walk_reports_symlinks_under_v_and_warns_when_empty() {
     for link in ["dangling.ko", "link.ko"] {
         assert!(err.contains(&format!("zero-weak-mcount: {}: skipped symlink\n", tree.join(link).display())), "{err}");
     }
-    assert!(err.ends_with("1 module: 1 would change, 0 unchanged, 0 skipped, 0 errors\n"), "{err}");
+    assert!(err.contains("\nzero-weak-mcount: 1 module: 1 would change, 0 unchanged, 0 skipped, 0 errors\n"), "{err}");
 }
 
 #[test]

@@ -29,8 +29,13 @@ fn zeroed(f: &Fixture, opts: &Options) -> (Vec<(String, u64)>, String) {
     (gone, a.summary())
 }
 
-fn weak_at_16() -> Vec<(String, u64)> {
-    [0x20, 0x51, 0x180].iter().map(|&ip| (".text".to_string(), ip)).collect()
+/// The dead entries of the fixture laid out for max offset 16 and
+/// `adjust`: three the kernel's check rejects, and `.noinstr.text`'s first
+/// one, in no function.
+fn weak_at_16(adjust: u64) -> Vec<(String, u64)> {
+    let mut weak = vec![(".noinstr.text".to_string(), adjust)];
+    weak.extend([0x20, 0x51, 0x180].iter().map(|&ip| (".text".to_string(), ip)));
+    weak
 }
 
 #[test]
@@ -39,7 +44,7 @@ fn trixie_ppc64el_adds_four_from_vermagic_alone() {
     // after the adjust, so exactly the weak ones at +4 go.
     let f = ppc64("6.12.107+deb13-powerpc64le", PPC_PATCHABLE, "__patchable_function_entries", 4);
     let (gone, summary) = zeroed(&f, &Options::default());
-    assert_eq!(gone, weak_at_16(), "{summary}");
+    assert_eq!(gone, weak_at_16(4), "{summary}");
     assert!(summary.contains("from vermagic"), "{summary}");
 }
 
@@ -52,14 +57,14 @@ fn an_adjust_first_stable_kernel_gets_its_weak_entries_dropped() {
     for release in ["6.12.94", "6.6.143", "6.7.5", "6.11.11"] {
         let f = ppc64(release, PPC_PATCHABLE, "__patchable_function_entries", 4);
         let (gone, summary) = zeroed(&f, &Options { verbose: true, ..Options::default() });
-        assert_eq!(gone, weak_at_16(), "{release}: {summary}");
-        assert!(summary.starts_with("dropped 3 of"), "{release}: {summary}");
+        assert_eq!(gone, weak_at_16(4), "{release}: {summary}");
+        assert!(summary.starts_with("dropped 4 of"), "{release}: {summary}");
     }
     for release in ["6.12.95", "6.6.144", "6.15.0"] {
         let f = ppc64(release, PPC_PATCHABLE, "__patchable_function_entries", 4);
         let adjust = if release == "6.15.0" { 0 } else { 4 };
         let f = Fixture { adjust, ..f };
-        assert_eq!(zeroed(&f, &Options::default()).0, weak_at_16(), "{release}");
+        assert_eq!(zeroed(&f, &Options::default()).0, weak_at_16(4), "{release}");
     }
 }
 
@@ -83,7 +88,7 @@ fn bookworm_predates_the_check_and_gets_the_containment_rule() {
 fn mprofile_kernel_uses_mcount_loc_and_no_adjust() {
     for release in ["6.4.16", "6.12.107"] {
         let f = ppc64(release, "mod_unload mprofile-kernel", "__mcount_loc", 0);
-        assert_eq!(zeroed(&f, &Options::default()).0, weak_at_16(), "{release}");
+        assert_eq!(zeroed(&f, &Options::default()).0, weak_at_16(0), "{release}");
     }
 }
 
@@ -102,12 +107,12 @@ fn out_of_line_stubs_on_an_adjust_first_kernel_need_the_config() {
     // identity, so a zeroed word stays an empty slot.
     let f = ppc64("6.13.7", PPC_PATCHABLE, "__patchable_function_entries", 0);
     let (gone, summary) = zeroed(&f, &Options::default());
-    assert_eq!(gone, weak_at_16());
+    assert_eq!(gone, weak_at_16(0));
     assert!(summary.starts_with("dropped "), "{summary}");
     let config = "CONFIG_PPC64=y\nCONFIG_DYNAMIC_FTRACE=y\nCONFIG_ARCH_USING_PATCHABLE_FUNCTION_ENTRY=y\n\
                   CONFIG_PPC_FTRACE_OUT_OF_LINE=y\nCONFIG_CC_IS_GCC=y\n";
     let opts = Options { kconfig: Some(Kconfig::parse(config)), ..Options::default() };
-    assert_eq!(zeroed(&f, &opts).0, weak_at_16());
+    assert_eq!(zeroed(&f, &opts).0, weak_at_16(0));
 }
 
 /// The `x86_64` fixture, laid out for max offset 4: an IBT build, or with
@@ -168,10 +173,10 @@ fn code_that_proves_nothing_keeps_the_assumed_ibt() {
 fn where_regions_may_touch_and_the_lookup_is_unbounded_a_region_start_is_in_doubt() {
     // x86's shared executable-page cache (6.13) can put another region just
     // before .text; the lookup was bounded to the region only in 7.2.13,
-    // 6.12.117 and 7.3. An entry at .text+0 with no symbol before it is
-    // zeroed only where no other region's symbol can be the nearest.
-    for (release, goes) in [("7.1.3", false), ("6.13.7", false), ("7.2.13", true), ("6.12.107", true), ("7.3.0", true)]
-    {
+    // 6.12.117 and 7.3. An entry at .text+0 with no symbol before it may
+    // then pass the kernel's check under another region's last symbol, but
+    // it lies in no function of .text: it is zeroed on every release.
+    for (release, goes) in [("7.1.3", true), ("6.13.7", true), ("7.2.13", true), ("6.12.107", true), ("7.3.0", true)] {
         let mut f = standard(Architecture::X86_64, Endianness::Little, 0, "__mcount_loc", elf::R_X86_64_64, 0, 4);
         f.vermagic = Box::leak(format!("{release} SMP mod_unload").into_boxed_str());
         f.texts[0].ips.insert(0, 0);
@@ -199,4 +204,28 @@ fn mapping_symbols_follow_the_release() {
         let (gone, summary) = zeroed(&f, &Options::default());
         assert_eq!(gone.contains(&(".text".to_string(), 0x180)), goes, "{release} {symbol}: {summary}");
     }
+}
+
+#[test]
+fn a_function_at_risk_names_its_dead_record_as_the_findings_do() {
+    // ppc64 6.12 adds 4 to each location: the at-risk item's dead site is
+    // the record's ip, a finding's offset the location; the table offset
+    // joins the two.
+    let mut f = ppc64("6.12.107+deb13-powerpc64le", PPC_PATCHABLE, "__patchable_function_entries", 4);
+    // f's kallsyms extent runs on to g, over a dead body's record.
+    f.function_size = 12;
+    f.texts.truncate(1);
+    f.texts[0].symbols = vec![("f", 0x40), ("g", 0x80)];
+    f.texts[0].ips = vec![0x48, 0x58, 0x88];
+    let a = analyze(&f.build(), &Options::default()).unwrap();
+    let json = zero_weak_mcount::render::json("m.ko", &Ok(a), true);
+    let values = |key: &str| -> Vec<String> {
+        json.split(&format!("\"{key}\": \"")).skip(1).map(|rest| rest[..rest.find('"').unwrap()].to_string()).collect()
+    };
+    let (dead, findings) = (values("dead_table_offset"), values("table_offset"));
+    assert!(!dead.is_empty(), "a function at risk: {json}");
+    for d in &dead {
+        assert!(findings.contains(d), "{d} is no finding's table_offset: {json}");
+    }
+    assert_ne!(values("dead_site"), values("offset")[..dead.len()], "the ips and locations differ by the adjust");
 }

@@ -19,6 +19,7 @@ use object::read::elf::{FileHeader, Sym};
 use zero_weak_mcount::arch::{self, Overrides, Scope};
 use zero_weak_mcount::decide::{self, Decisions, Layout, SymbolIndex};
 use zero_weak_mcount::elf::{self, ElfInfo, Extracted, is_mapping_symbol};
+use zero_weak_mcount::kept;
 use zero_weak_mcount::plan::{Plan, Removal};
 use zero_weak_mcount::rule::{Input, Neutraliser, Rule};
 use zero_weak_mcount::signature;
@@ -56,11 +57,11 @@ pub fn tool_extract<'a>(image: &'a [u8], info: &ElfInfo, rule: &Rule) -> Res<Opt
 }
 
 /// What the tool does instead of phases 2 to 6 for a module whose every
-/// entry the offset rule keeps (`decide::all_kept`): `Some(entries)`, or
+/// entry the offset rule keeps (`kept::all_kept`): `Some(entries)`, or
 /// `None` where it hands the module to the phases.
 pub fn tool_all_kept(image: &[u8], info: &ElfInfo, rule: &Rule) -> Res<Option<usize>> {
     let Some(callsite) = info.alloc_section(rule.section) else { return Ok(None) };
-    Ok(decide::all_kept(image, info, callsite, rule)?)
+    Ok(kept::all_kept(image, info, callsite, rule)?)
 }
 
 /// Phase 5 (decide): the library's own per-entry pipeline.
@@ -137,7 +138,7 @@ pub fn tool_pass(image: &[u8]) -> Res<Option<Pass>> {
         ..Shape::default()
     };
     let t = Instant::now();
-    let symbols = SymbolIndex::new(&x.symbols, x.strings);
+    let symbols = SymbolIndex::from_vec(x.symbols.clone(), x.strings);
     p.sort = t.elapsed();
     let t = Instant::now();
     let layout = Layout::for_rule(&info.sections, &symbols, &rule);

@@ -98,6 +98,9 @@ pub struct Fixture {
     /// More `.modinfo` strings after `vermagic=`.
     pub modinfo: Vec<&'static str>,
     pub texts: Vec<Text>,
+    /// `st_size` of every function symbol: long enough that a record at
+    /// most the max offset past a symbol is inside its function.
+    pub function_size: u64,
 }
 
 impl Fixture {
@@ -121,7 +124,7 @@ impl Fixture {
             let filler: Vec<u8> = pattern.iter().copied().cycle().take(t.size as usize).collect();
             obj.set_section_data(id, filler, 16);
             for &(name, value) in &t.symbols {
-                add_function(&mut obj, id, name.as_bytes(), value, 4, SymbolScope::Compilation);
+                add_function(&mut obj, id, name.as_bytes(), value, self.function_size, SymbolScope::Compilation);
             }
             texts.push(id);
         }
@@ -218,6 +221,17 @@ pub fn standard(
             VERMAGIC
         },
         modinfo: Vec::new(),
+        // Where the kernel checks records, a record up to `max` past a
+        // symbol is its function's; elsewhere the short functions are what
+        // the containment tests are written around.
+        function_size: if matches!(
+            arch,
+            Architecture::X86_64 | Architecture::I386 | Architecture::PowerPc | Architecture::PowerPc64
+        ) {
+            (max + 1).max(4)
+        } else {
+            4
+        },
         texts: vec![
             Text {
                 name: ".text",

@@ -13,7 +13,7 @@
 //! from the entries done, marked by `naive_extrapolated=1`), and whether
 //! naive and tool agree on every entry the tool does not keep for doubt;
 //! last, `read_us`: the median time of what the tool does instead of the
-//! phases when every entry is kept (parse, then `decide::all_kept`), "-"
+//! phases when every entry is kept (parse, then `kept::all_kept`), "-"
 //! where it hands the module to them.
 
 use std::path::Path;
@@ -123,7 +123,7 @@ fn main() -> Res<()> {
 }
 
 /// The median time, over `reps` passes, of parsing `image` and answering
-/// it while it is read (`decide::all_kept`), in µs; "-" where that hands
+/// it while it is read (`kept::all_kept`), in µs; "-" where that hands
 /// the module to the phases.
 fn read_us(image: &[u8], reps: usize) -> Res<String> {
     let mut passes = Vec::new();

@@ -9,7 +9,7 @@
 //!   default   mmap the file and read one byte per 4 KiB page of each range
 //!   --pread   read the ranges with pread(2) into a buffer instead
 //!   --text    also touch the page of every callsite's target in its text
-//!             section (what the tool does today, see docs/performance.md)
+//!             section (what reading the code at every callsite would add)
 //!   -v        print, per file, the bytes and pages of the ranges
 #![allow(
     clippy::cast_possible_truncation,
