@@ -66,21 +66,43 @@ version = $(shell $(BIN) --version 2>/dev/null | cut -d' ' -f2)
 # What `make` built, installed without running cargo (root may have none:
 # rustup installs per user), the Kbuild step (Makefile.snippet, at the top
 # level: it is what a kernel developer includes), and what ships beside it
-# from dist/ (its installer, the rpm and debhelper steps, the /etc/kernel
-# hook; scripts/ is the test harness and installs nothing). The rpm macros name the tool
-# and the brp script where this installs them.
+# from dist/ (scripts/ is the test harness and installs nothing):
+#   install-kbuild-hook      SBINDIR: wires the snippet into a kernel tree's
+#                            scripts/Makefile.modfinal (install-kbuild-hook(8),
+#                            from docs/install-kbuild-hook.pod)
+#   kernel-header-hook       KERNELHOOKDIR/{header_,}postinst.d/50-zero-weak-mcount:
+#                            runs the installer as Debian installs each headers
+#                            or image package
+#   brp-zero-weak-mcount     RPMCONFIGDIR: rpm's buildroot step
+#   macros.zero-weak-mcount  RPMMACRODIR: the rpm macros, which name the tool
+#                            and the brp step where this installs them
+#   dh_zero_weak_mcount      BINDIR: the debhelper step (its man page is its POD)
+#   zero_weak_mcount.pm      PERL5DIR/Debian/Debhelper/Sequence: the
+#                            dh-sequence-zero-weak-mcount add-on, the step right
+#                            after dh_strip
+# The Debian maintainer scripts and the rpm file triggers that call the
+# installer live where their tools want them: debian/zero-weak-mcount.* and
+# zero-weak-mcount.spec. Tests: tests/scripts.rs, tests/wrappers.rs,
+# debian/tests/, make integration, make dkms-abi.
 # Completions: the tool's and the two scripts' (examples/gen-docs.rs).
 COMPLETE := zero-weak-mcount install-kbuild-hook dh_zero_weak_mcount
+# The directories it installs into; every one it has to create is listed in
+# $(CREATED), so that make uninstall removes those (and only those) once
+# empty, whatever DESTDIR and PREFIX were.
+DIRS := $(BINDIR) $(SBINDIR) $(DATADIR)/zero-weak-mcount $(RPMCONFIGDIR) $(RPMMACRODIR) \
+	$(PERL5DIR)/Debian/Debhelper/Sequence $(MANDIR)/man1 $(MANDIR)/man8 $(BASHCOMPDIR) $(ZSHCOMPDIR) $(FISHCOMPDIR) \
+	$(DOCDIR) $(if $(KERNELHOOKDIR),$(KERNELHOOKDIR)/header_postinst.d $(KERNELHOOKDIR)/postinst.d)
+CREATED := $(DOCS)/.install-dirs
 BUILT := $(BIN) $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DOCS)/install-kbuild-hook.8 \
 	$(foreach n,$(COMPLETE),$(DOCS)/completions/$(n).bash $(DOCS)/completions/_$(n) $(DOCS)/completions/$(n).fish)
 install:
 	@for f in $(BUILT); do \
 		[ -f "$$f" ] || { echo "make install: $$f is missing: run make first (make install runs no cargo)" >&2; exit 1; }; \
 	done
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DATADIR)/zero-weak-mcount \
-		$(DESTDIR)$(RPMCONFIGDIR) $(DESTDIR)$(RPMMACRODIR) $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	@for d in $(addprefix $(DESTDIR),$(DIRS)); do \
+		while [ ! -d "$$d" ]; do echo "$$d"; d=$$(dirname "$$d"); done; \
+	done >>$(CREATED)
+	$(INSTALL) -d $(addprefix $(DESTDIR),$(DIRS))
 	$(INSTALL) -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/
 	$(INSTALL) -m 0755 dist/install-kbuild-hook $(DESTDIR)$(SBINDIR)/
 	$(INSTALL) -m 0644 Makefile.snippet $(DESTDIR)$(DATADIR)/zero-weak-mcount/
@@ -92,7 +114,7 @@ install:
 	$(INSTALL) -m 0644 dist/zero_weak_mcount.pm $(DESTDIR)$(PERL5DIR)/Debian/Debhelper/Sequence/
 	$(INSTALL) -m 0644 $(DOCS)/zero-weak-mcount.1 $(DOCS)/dh_zero_weak_mcount.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(DOCS)/install-kbuild-hook.8 $(DESTDIR)$(MANDIR)/man8/
-	[ -z "$(DOCDIR)" ] || $(INSTALL) -D -m 0644 docs/report-format.md $(DESTDIR)$(DOCDIR)/report-format.md
+	[ -z "$(DOCDIR)" ] || $(INSTALL) -m 0644 docs/report-format.md $(DESTDIR)$(DOCDIR)/
 	for n in $(COMPLETE); do \
 		$(INSTALL) -m 0644 $(DOCS)/completions/$$n.bash $(DESTDIR)$(BASHCOMPDIR)/$$n && \
 		$(INSTALL) -m 0644 $(DOCS)/completions/_$$n $(DESTDIR)$(ZSHCOMPDIR)/ && \
@@ -104,7 +126,6 @@ install:
 		echo "make install: note: rpm reads its macros from $$(rpm --eval '%{_rpmmacrodir}'), not $(RPMMACRODIR) (set RPMCONFIGDIR and RPMMACRODIR, README)"
 ifneq ($(KERNELHOOKDIR),)
 	for d in header_postinst.d postinst.d; do \
-		$(INSTALL) -d $(DESTDIR)$(KERNELHOOKDIR)/$$d && \
 		sed 's|@SBINDIR@|$(SBINDIR)|' dist/kernel-header-hook >$(DESTDIR)$(KERNELHOOKDIR)/$$d/50-zero-weak-mcount && \
 		chmod 0755 $(DESTDIR)$(KERNELHOOKDIR)/$$d/50-zero-weak-mcount || exit 1; \
 	done
@@ -115,7 +136,13 @@ clean:
 	$(CARGO) clean
 	rm -rf $(DOCS)
 
+# First the hooks: the trees the installed install-kbuild-hook hooked (it
+# lists them) would fail every module build without the tool.
+HOOK := $(DESTDIR)$(SBINDIR)/install-kbuild-hook
 uninstall:
+	@[ ! -x $(HOOK) ] || $(HOOK) --root=$(or $(DESTDIR),/) --uninstall --all -q || { \
+		echo "make uninstall: stopped, nothing removed: the trees $(HOOK) hooked fail to build modules without the tool;" \
+			"fix what it says above, run $(HOOK) --uninstall --all (or --uninstall TREE), then make uninstall again" >&2; exit 1; }
 	rm -f $(DESTDIR)$(BINDIR)/zero-weak-mcount $(DESTDIR)$(SBINDIR)/install-kbuild-hook \
 		$(DESTDIR)$(DATADIR)/zero-weak-mcount/Makefile.snippet \
 		$(DESTDIR)$(RPMCONFIGDIR)/brp-zero-weak-mcount $(DESTDIR)$(RPMMACRODIR)/macros.zero-weak-mcount \
@@ -128,7 +155,8 @@ ifneq ($(KERNELHOOKDIR),)
 	rm -f $(DESTDIR)$(KERNELHOOKDIR)/header_postinst.d/50-zero-weak-mcount \
 		$(DESTDIR)$(KERNELHOOKDIR)/postinst.d/50-zero-weak-mcount
 endif
-	-rmdir $(DESTDIR)$(DATADIR)/zero-weak-mcount $(if $(DOCDIR),$(DESTDIR)$(DOCDIR))
+	@{ cat $(CREATED) 2>/dev/null; echo $(DESTDIR)$(DATADIR)/zero-weak-mcount $(if $(DOCDIR),$(DESTDIR)$(DOCDIR)) | tr ' ' '\n'; } | \
+		LC_ALL=C sort -ru | while read -r d; do rmdir "$$d" 2>/dev/null || true; done; rm -f $(CREATED)
 
 demo: build
 	$(BIN) -v -o target/zwm_test.ko testdata/zwm_test.ko

@@ -155,7 +155,8 @@ const EXTRA: &str = r#".SH EXAMPLES
 .TP
 One module, right after it is linked, saying what it zeroes:
 .nf
-\fBzero\-weak\-mcount \-v \-\-kconfig include/config/auto.conf drivers/foo/foo.ko\fR
+\fBzero\-weak\-mcount \-v \-\-kconfig include/config/auto.conf \e\fR
+\fB    drivers/foo/foo.ko\fR
 .fi
 .TP
 A module tree, before it is signed and compressed (a packaging step):
@@ -165,7 +166,8 @@ A module tree, before it is signed and compressed (a packaging step):
 .TP
 An audit of an installed tree, compressed and signed modules included; nothing is written, and the exit status is 1 if a module would change:
 .nf
-\fBzero\-weak\-mcount \-\-check \-\-kconfig /boot/config\-$(uname \-r) /lib/modules/$(uname \-r)\fR
+\fBzero\-weak\-mcount \-\-check \-\-kconfig /boot/config\-$(uname \-r) \e\fR
+\fB    /lib/modules/$(uname \-r)\fR
 .fi
 .TP
 Kbuild: hook the headers tree once; every module it links is then processed, M= builds included:
@@ -187,7 +189,8 @@ rpm: the macros define \fB%__brp_zero_weak_mcount\fR; a kernel.spec calls it fir
 .TP
 deb: one build dependency puts \fBdh_zero_weak_mcount\fR into the dh sequence, right after dh_strip:
 .nf
-\fBBuild\-Depends: debhelper\-compat (= 13), dh\-sequence\-zero\-weak\-mcount\fR
+\fBBuild\-Depends: debhelper\-compat (= 13),\fR
+\fB dh\-sequence\-zero\-weak\-mcount\fR
 .fi
 .SH ENVIRONMENT
 .TP
@@ -209,6 +212,9 @@ Beside auto.conf: the release of a configuration without a header line.
 .TP
 .I .NAME.zwm\-PID\-N.tmp
 The temporary file of \fB\-\-atomic\fR and of compressed modules, beside the module; a run that rewrites the module removes any that a killed run left.
+.TP
+.I /usr/share/doc/zero\-weak\-mcount/report\-format.md
+The format of the \fB\-\-format json\fR report (compressed, \fIreport\-format.md.gz\fR, from the .deb; under \fIPREFIX/share/doc/zero\-weak\-mcount\fR after make install).
 .TP
 .I scripts/Makefile.zero\-weak\-mcount\fR, \fI.zero\-weak\-mcount.ko.stamp
 The Kbuild hook that install\-kbuild\-hook(8) wires into scripts/Makefile.modfinal, and the stamp beside modules.order that makes a new tool or new flags reprocess every module.

@@ -125,6 +125,13 @@ pub static ARCHES: &[ArchFacts] = &[
     ArchFacts { empty_table_fails: true, ..arch(Arch::S390, "S390", true, elf::R_390_64) },
     ArchFacts { older: LOONGARCH_OLDER, ..arch(Arch::LoongArch, "LOONGARCH", true, elf::R_LARCH_64) },
     arch(Arch::Arm, "ARM", false, elf::R_ARM_ABS32),
+    // recordmcount writes the table's relocations in the kind of the text's
+    // (`append_func()`, scripts/recordmcount.h), with `R_MIPS_64` or
+    // `R_MIPS_32` by class (`do_file()`, scripts/recordmcount.c): RELA in
+    // n64 modules, whose mips64el `r_info` is laid out apart (src/elf.rs
+    // reads it), and REL in o32 ones.
+    arch(Arch::Mips64, "MIPS", true, elf::R_MIPS_64),
+    arch(Arch::Mips32, "MIPS", false, elf::R_MIPS_32),
 ];
 
 /// The facts of one arch over one range of kernel releases.
@@ -193,6 +200,9 @@ pub static ROWS: &[Row] = &[
     row(Arch::S390, OLDEST_READ, None, Contains { before: 0 }, Fixed(S390)),
     row(Arch::LoongArch, LOONGARCH_READ_SINCE, None, Contains { before: 0 }, Fixed(LOONGARCH)),
     row(Arch::Arm, OLDEST_READ, None, Contains { before: 0 }, Fixed(ARM)),
+    // mips: read in 5.10.262, 6.1.176, 6.12.95 and 7.2.13.
+    row(Arch::Mips64, OLDEST_READ, None, Contains { before: 0 }, Fixed(MIPS)),
+    row(Arch::Mips32, OLDEST_READ, None, Contains { before: 0 }, Fixed(MIPS)),
 ];
 
 /// `x86_64`: `FTRACE_MCOUNT_MAX_OFFSET` is `ENDBR_INSN_SIZE`, 4 with IBT, else 0.
@@ -445,6 +455,15 @@ const LOONGARCH: Choice = contained(PATCHABLE, Adjust::Identity, "patchable entr
 /// clears the Thumb-2 bit.
 const ARM: Choice = contained(MCOUNT_LOC, Adjust::ClearThumbBit, "-pg, Thumb bit cleared");
 
+/// mips (arch/mips/include/asm/ftrace.h): `-pg` and recordmcount, adjust
+/// the identity. Modules are built with `-mlong-calls` (arch/mips/Makefile),
+/// so a function calls `_mcount` through `lui`, `addiu`, `jalr`; recordmcount
+/// records the `lui`, the first of the two relocations against `_mcount`
+/// (`MIPS_is_fake_mcount()` drops the second), and `ftrace_make_nop()`
+/// (arch/mips/kernel/ftrace.c) turns it into a branch over the sequence
+/// (`MCOUNT_OFFSET_INSNS`): the location is inside the function.
+const MIPS: Choice = contained(MCOUNT_LOC, Adjust::Identity, "-pg long calls, unadjusted");
+
 /// The outcome of picking a rule for a module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
@@ -686,9 +705,18 @@ mod tests {
             assert!(row.since >= OLDEST_READ, "{}: no source older than 5.10 was read", row.arch);
         }
         // Every arch has a row from 5.10 on, but loongarch (read in 6.12 only).
-        for arch in
-            [Arch::X86_64, Arch::I386, Arch::Ppc64, Arch::Ppc32, Arch::Arm64, Arch::Riscv, Arch::S390, Arch::Arm]
-        {
+        for arch in [
+            Arch::X86_64,
+            Arch::I386,
+            Arch::Ppc64,
+            Arch::Ppc32,
+            Arch::Arm64,
+            Arch::Riscv,
+            Arch::S390,
+            Arch::Arm,
+            Arch::Mips64,
+            Arch::Mips32,
+        ] {
             assert!(ROWS.iter().any(|r| r.arch == arch && r.since == OLDEST_READ), "{arch}");
         }
         assert!(ARCHES.iter().all(|a| a.empty_table_fails == (a.arch == Arch::S390)));

@@ -19,7 +19,7 @@ pub enum Format {
     /// Lines for people, on stderr.
     #[default]
     Human,
-    /// JSON Lines on stdout, one object per module (docs/report-format.md).
+    /// JSON Lines on stdout, one object per module (report-format.md).
     Json,
 }
 
@@ -90,7 +90,12 @@ pub struct Cli {
     /// Every PATH is a module tree to walk (a directory PATH is walked anyway)
     #[arg(long)]
     pub tree: bool,
-    /// Output format: human lines on stderr, or one JSON object per module on stdout (docs/report-format.md)
+    /// Output format: human lines on stderr, or one JSON object per module on stdout
+    ///
+    /// The JSON report is described in report-format.md, in the package's documentation directory:
+    /// /usr/share/doc/zero-weak-mcount (compressed, report-format.md.gz, from the .deb), or
+    /// PREFIX/share/doc/zero-weak-mcount after make install (PREFIX: /usr/local unless set); in the
+    /// sources, docs/report-format.md.
     #[arg(long, value_enum, default_value_t = Format::Human, value_name = "FORMAT")]
     pub format: Format,
     /// Worker threads, at least 1 [default: $RPM_BUILD_NCPUS, else the available CPUs]

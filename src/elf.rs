@@ -111,6 +111,16 @@ impl ElfInfo {
         self.sections.iter().enumerate().filter(move |(_, s)| s.is_relocation() && s.info as usize == target)
     }
 
+    /// A little-endian 64-bit mips module, whose relocations' `r_info` is
+    /// a 32-bit symbol index and then four one-byte fields, the type last
+    /// (`Elf64_Mips_Rela`, arch/mips/include/asm/module.h), not the
+    /// standard index above a 32-bit type. Read as a big-endian word that
+    /// layout is the standard one.
+    #[must_use]
+    pub fn is_mips64el(&self) -> bool {
+        self.machine == elf::EM_MIPS && self.is_64 && !self.big_endian
+    }
+
     #[must_use]
     pub fn word_size(&self) -> u64 {
         if self.is_64 { 8 } else { 4 }
@@ -824,16 +834,17 @@ fn read_generic<'a, Elf: FileHeader<Endian = Endianness>, V: Visit>(
     // compile time, the same bytes cast.
     let cast = |()| malformed(format!("{}: relocations", rs.name));
     let site = Site { info, symtab: &symtab, rs, cs, words, abs_type: shape.abs_type };
+    // `$mips64el` is a literal, so no other arch tests it per relocation.
     macro_rules! rela {
-        ($t:ty, $e:expr) => {{
+        ($t:ty, $e:expr, $mips64el:literal) => {{
             let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
             let relocs = object::pod::slice_from_all_bytes::<$t>(object::pod::bytes_of_slice(relocs)).map_err(cast)?;
             site.entries(
                 $e,
                 relocs.iter().map(|r| RawReloc {
                     offset: Rela::r_offset(r, $e).into(),
-                    r_type: Rela::r_type(r, $e, false),
-                    r_sym: Rela::r_sym(r, $e, false),
+                    r_type: Rela::r_type(r, $e, $mips64el),
+                    r_sym: Rela::r_sym(r, $e, $mips64el),
                     addend: Some(Rela::r_addend(r, $e).into()),
                 }),
                 visit,
@@ -857,10 +868,13 @@ fn read_generic<'a, Elf: FileHeader<Endian = Endianness>, V: Visit>(
         }};
     }
     (read.ascending, read.stopped) = match (shape.rela, info.is_64, info.big_endian) {
-        (true, true, false) => rela!(Rela64<Le>, Le),
-        (true, true, true) => rela!(Rela64<Be>, Be),
-        (true, false, false) => rela!(Rela32<Le>, Le),
-        (true, false, true) => rela!(Rela32<Be>, Be),
+        (true, true, false) if info.is_mips64el() => rela!(Rela64<Le>, Le, true),
+        (true, true, false) => rela!(Rela64<Le>, Le, false),
+        (true, true, true) => rela!(Rela64<Be>, Be, false),
+        (true, false, false) => rela!(Rela32<Le>, Le, false),
+        (true, false, true) => rela!(Rela32<Be>, Be, false),
+        // No mips64el module has REL relocations (its arch's shape is RELA,
+        // which `reloc_section` holds the table's to).
         (false, true, false) => rel!(Rel64<Le>, Le),
         (false, true, true) => rel!(Rel64<Be>, Be),
         (false, false, false) => rel!(Rel32<Le>, Le),
@@ -1288,7 +1302,7 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
         if i == callsite.reloc_section || !s.is_relocation() || s.link as usize != symtab_index {
             continue;
         }
-        let hits = relocation_symbols(data, &table, endian, i, s)?;
+        let hits = relocation_symbols(data, info, &table, i, s)?;
         if hits.iter().any(|&sym| inside.get(sym as usize) == Some(&true)) {
             return Ok(TableSymbols::Pinned(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
         }
@@ -1301,16 +1315,30 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
 /// the callsite table's own relocations are read in [`extract`].
 fn relocation_symbols<Elf: FileHeader<Endian = Endianness>>(
     data: &[u8],
+    info: &ElfInfo,
     table: &SectionTable<'_, Elf>,
-    endian: Endianness,
     i: usize,
     s: &Section,
 ) -> Result<Vec<u32>, Error> {
     let header = table.section(object::SectionIndex(i)).map_err(malformed)?;
     let bad = |e: object::read::Error| malformed(format!("{}: {e}", s.name));
+    let endian = info.endian();
+    let mips64el = info.is_mips64el();
     Ok(if s.sh_type == elf::SHT_RELA {
         let relocs = header.rela(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
-        relocs.iter().map(|r| r.r_sym(endian, false)).collect()
+        relocs.iter().map(|r| r.r_sym(endian, mips64el)).collect()
+    } else if mips64el {
+        // `object` knows the mips64el layout for RELA only; an `Elf64_Rel`
+        // shares its `r_offset` and `r_info`.
+        let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
+        relocs
+            .iter()
+            .map(|r| {
+                let info: u64 = object::read::elf::Rel::r_info(r, endian).into();
+                // The symbol index is the first 32 bits in the file.
+                (info & 0xffff_ffff) as u32
+            })
+            .collect()
     } else {
         let relocs = header.rel(endian, data).map_err(bad)?.map_or(&[][..], |(r, _)| r);
         relocs.iter().map(|r| r.r_sym(endian)).collect()
@@ -1371,7 +1399,7 @@ fn only_relocated_locals_generic<Elf: FileHeader<Endian = Endianness>>(
         if !s.is_relocation() || !applied {
             continue;
         }
-        for sym in relocation_symbols(data, &table, endian, i, s)? {
+        for sym in relocation_symbols(data, info, &table, i, s)? {
             name(sym);
         }
     }

@@ -24,7 +24,10 @@ pub enum Arch {
     Riscv,
     S390,
     LoongArch,
-    Mips,
+    /// n64 modules: ELF64, RELA.
+    Mips64,
+    /// o32 modules: ELF32, REL.
+    Mips32,
     Parisc,
     Sparc,
     Sh,
@@ -47,7 +50,8 @@ impl Arch {
             (elf::EM_RISCV, _) => Arch::Riscv,
             (elf::EM_S390, _) => Arch::S390,
             (elf::EM_LOONGARCH, _) => Arch::LoongArch,
-            (elf::EM_MIPS, _) => Arch::Mips,
+            (elf::EM_MIPS, true) => Arch::Mips64,
+            (elf::EM_MIPS, false) => Arch::Mips32,
             (elf::EM_PARISC, _) => Arch::Parisc,
             (elf::EM_SPARCV9 | elf::EM_SPARC, _) => Arch::Sparc,
             (elf::EM_SH, _) => Arch::Sh,
@@ -69,7 +73,8 @@ impl Arch {
             Arch::Riscv => "riscv",
             Arch::S390 => "s390",
             Arch::LoongArch => "loongarch",
-            Arch::Mips => "mips",
+            Arch::Mips64 => "mips64",
+            Arch::Mips32 => "mips32",
             Arch::Parisc => "parisc",
             Arch::Sparc => "sparc",
             Arch::Sh => "sh",
@@ -86,6 +91,7 @@ impl Arch {
         match self {
             Arch::X86_64 | Arch::I386 => "x86",
             Arch::Ppc64 | Arch::Ppc32 => "powerpc",
+            Arch::Mips64 | Arch::Mips32 => "mips",
             other => other.name(),
         }
     }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The containment rule (`Criterion::Contains`) on synthetic modules of every
-//! arch it covers: arm64, riscv, s390, loongarch and arm. Each module has
+//! arch it covers: arm64, riscv, s390, loongarch, arm and mips. Each module has
 //! entries inside a sized function, in the patchable area before one, past
 //! every function (an overridden weak body), before any symbol, next to a
 //! symbol without a size and under an odd relocation; the test checks which
@@ -30,7 +30,7 @@ struct Target {
     vermagic: &'static str,
 }
 
-const ARCHES: [Target; 5] = [
+const ARCHES: [Target; 8] = [
     Target {
         arch: Architecture::Aarch64,
         endian: Endianness::Little,
@@ -75,6 +75,36 @@ const ARCHES: [Target; 5] = [
         other_type: elf::R_ARM_REL32,
         before: 0,
         vermagic: "7.2.13+deb14-armmp SMP mod_unload modversions ARMv7 p2v8",
+    },
+    // mips64el: RELA, with its own `r_info` layout (object writes it).
+    Target {
+        arch: Architecture::Mips64,
+        endian: Endianness::Little,
+        callsite: "__mcount_loc",
+        abs_type: elf::R_MIPS_64,
+        other_type: elf::R_MIPS_32,
+        before: 0,
+        vermagic: "6.12.95+deb12-mips64r2el SMP mod_unload modversions MIPS64_R2 64BIT",
+    },
+    // Big-endian n64, whose `r_info` reads as the standard layout.
+    Target {
+        arch: Architecture::Mips64,
+        endian: Endianness::Big,
+        callsite: "__mcount_loc",
+        abs_type: elf::R_MIPS_64,
+        other_type: elf::R_MIPS_32,
+        before: 0,
+        vermagic: "6.12.95 SMP mod_unload modversions MIPS64_R2 64BIT",
+    },
+    // mipsel o32: REL, the addend in the word.
+    Target {
+        arch: Architecture::Mips,
+        endian: Endianness::Little,
+        callsite: "__mcount_loc",
+        abs_type: elf::R_MIPS_32,
+        other_type: elf::R_MIPS_16,
+        before: 0,
+        vermagic: "6.1.0-50-4kc-malta SMP mod_unload modversions MIPS32_R2 32BIT",
     },
 ];
 
@@ -137,10 +167,19 @@ fn build_with(a: &Target, vermagic: &str, local: bool) -> Vec<u8> {
     let word: u64 = if a.arch.address_size().unwrap().bytes() == 8 { 8 } else { 4 };
     let locations: Vec<i64> = cases(a.before).iter().map(|c| i64::from_ne_bytes(c.0.to_ne_bytes())).collect();
     let cs = obj.add_section(Vec::new(), a.callsite.as_bytes().to_vec(), SectionKind::ReadOnlyData);
-    obj.set_section_data(cs, vec![0u8; (locations.len() + 1) * word as usize], word);
+    let mut words = vec![0u8; (locations.len() + 1) * word as usize];
+    let mut odd: u32 = 0x310;
+    if a.arch == Architecture::Mips {
+        // object writes no 16-bit implicit addend: the REL word holds it.
+        let at = locations.len() * word as usize;
+        let bytes = if a.endian == Endianness::Big { odd.to_be_bytes() } else { odd.to_le_bytes() };
+        words[at..at + 4].copy_from_slice(&bytes);
+        odd = 0;
+    }
+    obj.set_section_data(cs, words, word);
     let sym = obj.section_symbol(text);
     add_callsites(&mut obj, cs, 0, word, sym, a.abs_type, locations.iter().copied());
-    add_callsites(&mut obj, cs, locations.len() as u64, word, sym, a.other_type, [0x310]);
+    add_callsites(&mut obj, cs, locations.len() as u64, word, sym, a.other_type, [i64::from(odd)]);
     add_modinfo(&mut obj, vermagic, &[]);
     obj.write().unwrap()
 }

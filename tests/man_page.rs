@@ -84,6 +84,55 @@ fn exit_status_and_examples_say_what_the_tool_does() {
     assert!(section(&page, "SEE ALSO").contains("install\\-kbuild\\-hook (8)"));
 }
 
+/// Column 15 is where roff starts the body of a `.TP` in a section (7 + 7
+/// ens), so an unfilled line there may hold 66 characters of an
+/// 80-column terminal; `groff_renders_it_without_a_warning` renders it.
+#[test]
+fn the_examples_fit_80_columns() {
+    let examples = section(&page(), "EXAMPLES");
+    let mut lines = 0;
+    let mut nf = false;
+    for line in examples.lines() {
+        match line {
+            ".nf" => nf = true,
+            ".fi" => nf = false,
+            _ if nf => {
+                lines += 1;
+                let text = line.replace("\\fB", "").replace("\\fR", "").replace("\\-", "-").replace("\\e", "\\");
+                assert!(14 + text.chars().count() <= 80, "{} columns: {text}", 14 + text.chars().count());
+            }
+            _ => {}
+        }
+    }
+    assert!(lines >= 8, "{lines} example lines in\n{examples}");
+}
+
+/// --help, and so the man page, names report-format.md where the packages
+/// and `make install` put it: the rpm's %doc and the .deb (compressed by
+/// `dh_compress`) in /usr/share/doc/zero-weak-mcount, make install in
+/// $(DOCDIR), PREFIX/share/doc/zero-weak-mcount.
+#[test]
+fn the_help_names_where_report_format_is_installed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap();
+    let makefile = read("Makefile");
+    assert!(makefile.contains("\nDATADIR ?= $(PREFIX)/share\n"), "DATADIR");
+    assert!(makefile.contains("\nDOCDIR ?= $(DATADIR)/doc/zero-weak-mcount\n"), "DOCDIR");
+    assert!(read("debian/rules").contains("PREFIX=/usr"), "debian/rules");
+    assert!(read("zero-weak-mcount.spec").contains("\n%doc README.md docs/report-format.md\n"), "the spec");
+    let mut cmd = zero_weak_mcount::cli::command();
+    let help = cmd.render_long_help().to_string();
+    for what in [
+        "report-format.md",
+        "/usr/share/doc/zero-weak-mcount",
+        "report-format.md.gz",
+        "PREFIX/share/doc/zero-weak-mcount",
+    ] {
+        assert!(help.contains(what), "no {what:?} in\n{help}");
+    }
+    assert!(section(&page(), "FILES").contains(".I /usr/share/doc/zero\\-weak\\-mcount/report\\-format.md\n"));
+}
+
 /// The long and short names a clap command knows, `--help` included.
 fn names(cmd: &clap::Command) -> BTreeSet<String> {
     let mut cmd = cmd.clone();
@@ -148,4 +197,15 @@ fn groff_renders_it_without_a_warning() {
     let out = groff.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "groff warnings");
+    // At 80 columns, as `MANWIDTH=80 man` renders it, no line is longer.
+    let mut groff = Command::new("groff")
+        .args(["-man", "-Tutf8", "-rLL=80n", "-P-cbou"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("groff");
+    groff.stdin.take().unwrap().write_all(page().as_bytes()).unwrap();
+    let text = String::from_utf8(groff.wait_with_output().unwrap().stdout).unwrap();
+    let long: Vec<&str> = text.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(text.contains("dkms autoinstall") && long.is_empty(), "over 80 columns: {long:#?}");
 }

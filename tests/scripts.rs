@@ -495,3 +495,181 @@ fn the_readme_counts_the_ignored_tests() {
     let readme = fs::read_to_string(root.join("README.md")).unwrap();
     assert!(readme.contains(&format!("It lists {said} as ignored")), "{n} marked #[ignore]; the README says otherwise");
 }
+
+/// Every file, symlink and directory under `root` (relative), with a
+/// file's bytes or a link's target: what a tree looks like to a user.
+fn snapshot(root: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            if p.is_symlink() {
+                out.push((rel, Some(fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes())));
+            } else if p.is_dir() {
+                out.push((rel, None));
+                dirs.push(p);
+            } else {
+                out.push((rel, Some(fs::read(&p).unwrap())));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .expect("this test needs git (apt-get install git)");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A kernel git tree: hooking edits its tracked scripts/Makefile.modfinal,
+/// and scripts/setlocalversion appends "-dirty" to the kernel release (so
+/// to vermagic and the /lib/modules folder) when either of its two checks
+/// lists a change: `git --no-optional-locks status -uno --porcelain`, or, on
+/// a git without that option, `git diff-index --name-only HEAD` (its
+/// `scm_version`, which reads nothing else for "-dirty"). This runs those two
+/// commands themselves rather than a copy of the kernel's script: hooked,
+/// neither lists anything; a plain edit of the file is listed by both (the
+/// control); unhooked, the file is git's again.
+#[test]
+fn install_kbuild_hook_on_a_git_tree_leaves_the_kernel_release_clean() {
+    let t = FakeRoot::new("git");
+    let tree = t.root.join("src/linux");
+    fs::create_dir_all(tree.join("scripts")).unwrap();
+    fs::write(tree.join("scripts/Makefile.modfinal"), MODFINAL).unwrap();
+    fs::write(tree.join("Makefile"), "VERSION = 7\n").unwrap();
+    git(&tree, &["init", "-q"]);
+    git(&tree, &["add", "."]);
+    git(&tree, &["commit", "-qm", "v7.2"]);
+    let dirty = |why: &str| {
+        for check in
+            [&["--no-optional-locks", "status", "-uno", "--porcelain"][..], &["diff-index", "--name-only", "HEAD"]]
+        {
+            if check[0] == "diff-index" {
+                // As the kernel's comment says, diff-index does not refresh
+                // the index itself: a file rewritten with the same bytes
+                // would be listed, hooked or not.
+                let _ = std::process::Command::new("git")
+                    .arg("-C")
+                    .arg(&tree)
+                    .args(["update-index", "-q", "--refresh"])
+                    .output();
+            }
+            let out = git(&tree, check);
+            assert_eq!(out.is_empty(), why.is_empty(), "{why}: git {check:?} printed {out:?}");
+        }
+    };
+    let hook = |args: &[&str]| {
+        run(std::process::Command::new(script("install-kbuild-hook")).arg("--root").arg(&t.root).args(args))
+    };
+    dirty("");
+    fs::write(tree.join("scripts/Makefile.modfinal"), [MODFINAL, b"# edited\n"].concat()).unwrap();
+    dirty("control: a plain edit");
+    git(&tree, &["checkout", "-q", "--", "scripts/Makefile.modfinal"]);
+    let (code, text) = hook(&["/src/linux"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("marked skip-worktree"), "{text}");
+    assert!(fs::read_to_string(tree.join("scripts/Makefile.modfinal")).unwrap().contains("zero-weak-mcount-ko"));
+    dirty("");
+    assert_eq!(hook(&["--status", "/src/linux"]).0, Some(0));
+    let (code, text) = hook(&["--uninstall", "/src/linux"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(fs::read(tree.join("scripts/Makefile.modfinal")).unwrap(), MODFINAL);
+    assert_eq!(git(&tree, &["ls-files", "-t", "scripts/Makefile.modfinal"]), "H scripts/Makefile.modfinal\n");
+    dirty("");
+    // A tree dirty before the hook stays dirty: its release said so.
+    fs::write(tree.join("scripts/Makefile.modfinal"), [MODFINAL, b"# edited\n"].concat()).unwrap();
+    let (code, text) = hook(&["/src/linux"]);
+    assert!(code == Some(0) && !text.contains("skip-worktree"), "{text}");
+    dirty("edited before the hook");
+}
+
+/// `make uninstall` after the installed hook hooked trees: it unhooks each
+/// (a headers tree `--all` finds, and one only the installer's list of
+/// hooked files names), then removes what it installed and the directories
+/// it created; the root is then as it was before `make install`. When the
+/// installer cannot unhook a tree, make uninstall stops before removing
+/// anything and names the command to run.
+#[test]
+fn make_uninstall_unhooks_every_tree_and_leaves_the_root_as_it_was() {
+    let t = AbiRoot::new("make-uninstall", &["9.8.1+t1"]);
+    let mine = t.root.join("home/me/linux/scripts");
+    fs::create_dir_all(&mine).unwrap();
+    fs::write(mine.join("Makefile.modfinal"), MODFINAL).unwrap();
+    for d in ["usr/local/bin", "var/lib"] {
+        fs::create_dir_all(t.root.join(d)).unwrap();
+    }
+    // What `make` builds, as stand-ins: make install copies them.
+    let built = t.root.with_extension("built");
+    for f in ["zero-weak-mcount", "docs/zero-weak-mcount.1", "docs/dh_zero_weak_mcount.1", "docs/install-kbuild-hook.8"]
+    {
+        fs::create_dir_all(built.join(f).parent().unwrap()).unwrap();
+        fs::write(built.join(f), f).unwrap();
+    }
+    for n in ["zero-weak-mcount", "install-kbuild-hook", "dh_zero_weak_mcount"] {
+        for f in [format!("{n}.bash"), format!("_{n}"), format!("{n}.fish")] {
+            fs::create_dir_all(built.join("docs/completions")).unwrap();
+            fs::write(built.join("docs/completions").join(f), n).unwrap();
+        }
+    }
+    let before = snapshot(&t.root);
+    let make = |target: &str, path: &str| {
+        run(std::process::Command::new("make")
+            .arg("-C")
+            .arg(env!("CARGO_MANIFEST_DIR"))
+            .args(["-s", target, "PREFIX=/usr/local", "KERNELHOOKDIR=/etc/kernel"])
+            .arg(format!("DESTDIR={}", t.root.display()))
+            .arg(format!("BIN={}", built.join("zero-weak-mcount").display()))
+            .arg(format!("DOCS={}", built.join("docs").display()))
+            .env("PATH", path))
+    };
+    let path = std::env::var("PATH").unwrap();
+    let (code, text) = make("install", &path);
+    assert_eq!(code, Some(0), "{text}");
+    let installed = t.root.join("usr/local/sbin/install-kbuild-hook");
+    let hook = |args: &[&str]| run(std::process::Command::new(&installed).arg("--root").arg(&t.root).args(args));
+    assert_eq!(hook(&["-q", "--all"]), (Some(0), String::new()));
+    assert_eq!(hook(&["-q", "/home/me/linux"]), (Some(0), String::new()));
+    let hooked = [t.kbuild("9.8.1+t1").join("Makefile.modfinal"), mine.join("Makefile.modfinal")];
+    for f in &hooked {
+        assert!(fs::read_to_string(f).unwrap().contains("zero-weak-mcount-ko"), "{}", f.display());
+    }
+    // The refusal: a dpkg-divert that says another package diverts the files.
+    let fake = built.join("fake-bin");
+    fs::create_dir_all(&fake).unwrap();
+    fs::write(
+        fake.join("dpkg-divert"),
+        "#!/bin/sh\ncase \" $* \" in *' --listpackage '*) echo other-package ;; esac\n",
+    )
+    .unwrap();
+    fs::set_permissions(fake.join("dpkg-divert"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let with_fake = format!("{}:{path}", fake.display());
+    let mid = snapshot(&t.root);
+    let (code, text) = make("uninstall", &with_fake);
+    assert_ne!(code, Some(0), "{text}");
+    assert!(text.contains("diverted by the package other-package") && text.contains("--uninstall --all"), "{text}");
+    assert_eq!(snapshot(&t.root), mid, "a refused make uninstall changed the root: {text}");
+    let (code, text) = make("uninstall", &path);
+    assert_eq!(code, Some(0), "{text}");
+    for f in &hooked {
+        assert_eq!(fs::read(f).unwrap(), MODFINAL, "{}", f.display());
+    }
+    let after = snapshot(&t.root);
+    let diff: Vec<_> =
+        after.iter().filter(|e| !before.contains(e)).chain(before.iter().filter(|e| !after.contains(e))).collect();
+    assert!(
+        diff.is_empty(),
+        "the root differs from before make install in: {:?}",
+        diff.iter().map(|e| &e.0).collect::<Vec<_>>()
+    );
+    let _ = fs::remove_dir_all(&built);
+}
