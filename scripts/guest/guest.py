@@ -152,6 +152,31 @@ def split_lines(lines):
     return valid, invalid
 
 
+def listed_twice(valid, funcs, say=""):
+    """(dead, problems): the lines of VALID (a multiset) listed more often
+    than FUNCS counts function symbols of their name, by how many more, as a
+    dead record the kernel keeps is a second line of the function before it."""
+    dead = collections.Counter({x: n - funcs[x.split()[0]] for x, n in valid.items() if n > funcs[x.split()[0]]})
+    return dead, [f"{say}{x} listed {valid[x]} times, the module file has {funcs[x.split()[0]]} function "
+                  "symbol(s) of that name" for x in sorted(dead)]
+
+
+def unexplained(invalid, dead, zeroed):
+    """Why the zeroed entries, (symbol, distance), are not the dead lines
+    that went: an INVALID line of that distance, else a DEAD second line."""
+    inv, dup, extra = +invalid, collections.Counter({x.split()[0]: n for x, n in dead.items()}), []
+    for name, d in zeroed:
+        if inv[d] > 0:
+            inv[d] -= 1
+        elif dup[name] > 0:
+            dup[name] -= 1
+        elif name is not None:   # before every symbol: the kernel names no line for it
+            extra.append(f"{name}+{d}")
+    return (f"the dead lines that went are not the zeroed entries: invalid distances {sorted((+inv).elements())} "
+            f"and second lines of {sorted((+dup).elements())} went with none zeroed; zeroed with no such line: "
+            f"{extra}") if extra or +inv or +dup else None
+
+
 def verdict(out, text, fails, proof):
     """Write TEXT and the failures to OUT, print them and PROOF's verdict;
     return the exit status (1 if anything failed)."""
