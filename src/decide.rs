@@ -21,8 +21,7 @@
 )]
 
 use crate::elf::{ElfInfo, Entry, LookupSymbol, Odd, Section, Target};
-use crate::rule::Input;
-use crate::rule::{Criterion, Region, Rule};
+use crate::rule::{Criterion, Input, Region, Rule};
 
 /// The symbols of a module, sorted on the first question that needs them:
 /// the nearest symbol at or below an address is then one binary search
@@ -366,10 +365,8 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
         return Verdict::Doubt(reason);
     }
     let (nearest, ip) = first_miss.expect("at least one candidate ip");
-    match nearest {
-        Some(s) => Verdict::Dead { nearest: Some(symbols.name(&s)), distance: ip - s.value, by: Found::KernelCheck },
-        None => Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck },
-    }
+    let distance = nearest.map_or(0, |s| ip - s.value);
+    Verdict::Dead { nearest: nearest.map(|s| symbols.name(&s)), distance, by: Found::KernelCheck }
 }
 
 /// Decide one entry by the rule of `scripts/sorttable.c` (`cmp_func_addr()`,
@@ -526,7 +523,7 @@ pub(crate) mod tests {
         Input::Ips { section, ips: [ip, 0], count: 1 }
     }
 
-    fn region(name: &str) -> Region {
+    pub(crate) fn region(name: &str) -> Region {
         if name.starts_with(".init") { Region::InitText } else { Region::Text }
     }
 

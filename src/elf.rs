@@ -547,20 +547,6 @@ fn malformed(what: impl std::fmt::Display) -> Error {
     Error::Malformed(what.to_string())
 }
 
-fn header<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<(&Elf, Endianness), Error> {
-    let header = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
-    let endian = header.endian().map_err(malformed)?;
-    Ok((header, endian))
-}
-
-fn sections<'a, Elf: FileHeader<Endian = Endianness>>(
-    header: &Elf,
-    endian: Endianness,
-    data: &'a [u8],
-) -> Result<SectionTable<'a, Elf>, Error> {
-    header.sections(endian, data).map_err(|e| malformed(format!("section headers: {e}")))
-}
-
 /// The section headers `parse_info` read and checked, as `object`'s table,
 /// without parsing the ELF header and the section names again. Only the
 /// symbol table lookup uses it, and that needs no section names.
@@ -575,7 +561,8 @@ fn section_table<'a, Elf: FileHeader<Endian = Endianness>>(
 }
 
 fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfInfo, Error> {
-    let (header, endian) = header::<Elf>(data)?;
+    let header = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
+    let endian = header.endian().map_err(malformed)?;
     let e_type = header.e_type(endian);
     if e_type != elf::ET_REL {
         return Err(Error::NotRelocatable(match e_type {
@@ -589,7 +576,7 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
     if shentsize != std::mem::size_of::<Elf::SectionHeader>() as u64 {
         return Err(malformed(format!("e_shentsize is {shentsize}")));
     }
-    let table = sections::<Elf>(header, endian, data)?;
+    let table = header.sections(endian, data).map_err(|e| malformed(format!("section headers: {e}")))?;
     if table.is_empty() {
         return Err(malformed("no section headers"));
     }
@@ -1088,19 +1075,16 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>, V: Visit>(
     // `object` checked them, since the types differ in that order only.
     let bytes = object::pod::bytes_of_slice(symtab.symbols());
     let cast = |()| malformed("symbol table");
+    macro_rules! walk {
+        ($t:ty, $e:expr) => {
+            walk.run(object::pod::slice_from_all_bytes::<$t>(bytes).map_err(cast)?, $e, xindex, visit)
+        };
+    }
     match (info.is_64, info.big_endian) {
-        (true, false) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym64<Le>>(bytes).map_err(cast)?, Le, xindex, visit)
-        }
-        (true, true) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym64<Be>>(bytes).map_err(cast)?, Be, xindex, visit)
-        }
-        (false, false) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym32<Le>>(bytes).map_err(cast)?, Le, xindex, visit)
-        }
-        (false, true) => {
-            walk.run(object::pod::slice_from_all_bytes::<Sym32<Be>>(bytes).map_err(cast)?, Be, xindex, visit)
-        }
+        (true, false) => walk!(Sym64<Le>, Le),
+        (true, true) => walk!(Sym64<Be>, Be),
+        (false, false) => walk!(Sym32<Le>, Le),
+        (false, true) => walk!(Sym32<Be>, Be),
     }
 }
 

@@ -159,9 +159,7 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
     let image = signed_len.map_or(data, |len| &data[..len]);
 
     let info = elf::parse_info(image)?;
-    if let Some(w) = opts.kconfig.as_ref().and_then(|c| other_release(c, &info)) {
-        warnings.push(w);
-    }
+    warnings.extend(opts.kconfig.as_ref().and_then(|c| other_release(c, &info)));
     let decided = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
         Scope::NoRule(why) => Decided::left(LeftAlone::NoRule, why.to_string()),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
@@ -374,12 +372,13 @@ fn decide_module(
                 .into(),
         );
     }
-    let plan = match removal_plan(image, info, rule, &extracted.callsite, &dead, warnings)? {
-        Removal::Planned(plan) => plan,
-        Removal::LeftAlone(left) => {
+    let plan = match removal_plan(image, info, rule, &extracted.callsite, &dead)? {
+        Ok(plan) => plan,
+        Err(why) => {
+            warnings.push(why.clone());
             // Left as it is: what is at risk stays so.
             report.at_risk_after.clone_from(&report.at_risk);
-            return Ok((*left).with(rule, report));
+            return Ok(Decided::left(LeftAlone::NoRule, why).with(rule, report));
         }
     };
     Ok(Decided { plan, neutralised: dead.len(), left: None, report })
@@ -469,36 +468,26 @@ fn facts(rule: &Rule) -> RuleFacts {
     }
 }
 
-/// What becomes of the dead entries.
-enum Removal {
-    /// The plan that takes them out with the rule's neutraliser.
-    Planned(Plan),
-    /// A drop cannot be done safely: the module is left as it is.
-    LeftAlone(Box<Decided>),
-}
-
 /// The plan that takes the dead entries out with the rule's neutraliser,
-/// or, where a drop cannot be done safely, the module left as it is.
+/// or, where a drop cannot be done safely, why the module stays as it is.
 fn removal_plan(
     image: &[u8],
     info: &ElfInfo,
     rule: &Rule,
     callsite: &Callsite,
     dead: &[usize],
-    warnings: &mut Vec<String>,
-) -> Result<Removal, Error> {
+) -> Result<Result<Plan, String>, Error> {
     let symbols = match rule.neutraliser {
-        Neutraliser::Drop { .. } if !dead.is_empty() => match drop_symbols(image, info, rule, callsite, dead)? {
-            TableSymbols::Movable(symbols) => Some(symbols),
-            TableSymbols::Pinned(why) => {
-                warnings.push(why.clone());
-                return Ok(Removal::LeftAlone(Box::new(Decided::left(LeftAlone::NoRule, why))));
+        Neutraliser::Drop { .. } if !dead.is_empty() => {
+            match drop_symbols(image, info, rule, callsite, dead)?.movable() {
+                Ok(symbols) => Some(symbols),
+                Err(why) => return Ok(Err(why)),
             }
-        },
+        }
         _ => None,
     };
     let how = symbols.as_deref().map_or(plan::Removal::Zero, plan::Removal::Drop);
-    Plan::new(image, info, callsite, dead, how).map(Removal::Planned)
+    Plan::new(image, info, callsite, dead, how).map(Ok)
 }
 
 /// The symbols defined in the table, for a drop, or why this module stays

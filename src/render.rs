@@ -126,9 +126,14 @@ fn bounded(names: &[&str]) -> String {
     if names.len() > SHOWN + 1 {
         return format!("{} and {} more", names[..SHOWN].join(", "), names.len() - SHOWN);
     }
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => names.join(""),
+    joined(names, "and")
+}
+
+/// `a`, `a WORD b`, `a, b WORD c`.
+fn joined<S: std::borrow::Borrow<str>>(items: &[S], word: &str) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} {word} {}", rest.join(", "), last.borrow()),
+        _ => items.join(""),
     }
 }
 
@@ -296,16 +301,7 @@ fn at_risk(items: &[AtRisk]) -> String {
         (Some(at), Some(why)) => format!("patch site {}+{at:#x}, {why}", r.section),
     };
     let dead: Vec<String> = items.iter().map(|d| format!("{}+{:#x}", d.dead_section, d.dead_site)).collect();
-    format!("{} ({own}) can resolve to dead {}", r.function, either(&dead))
-}
-
-/// `a`, `a or b`, `a, b or c`.
-fn either(items: &[String]) -> String {
-    match items.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    }
+    format!("{} ({own}) can resolve to dead {}", r.function, joined(&dead, "or"))
 }
 
 /// Why a function is at risk, for the JSON report.

@@ -254,6 +254,7 @@ pub fn at_risk(module: &Module<'_, '_>, records: &[Record]) -> Vec<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decide::tests::{region, xorshift};
 
     const STRINGS: &[u8] = b"\0f\0g\0h\0";
 
@@ -274,10 +275,6 @@ mod tests {
         let index = SymbolIndex::from_vec(symbols.to_vec(), STRINGS);
         let m = Module::new(&index, sections, region, 5, lead);
         at_risk(&m, records).iter().map(|x| (STRINGS[x.function.name as usize], x.dead.section, x.dead.ip)).collect()
-    }
-
-    fn region(name: &str) -> Region {
-        if name.starts_with(".init") { Region::InitText } else { Region::Text }
     }
 
     fn one_text() -> Vec<Section> {
@@ -363,13 +360,8 @@ mod tests {
     /// asking every section finds, on pseudo-random modules.
     #[test]
     fn neighbours_alone_agree_with_every_section() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut random = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move |n: u64| random() % n;
         let mut found = 0;
         for _ in 0..200 {
             let mut sections = vec![Section { flags: 0, ..text("", 0, 0) }];
@@ -408,8 +400,7 @@ mod tests {
         sections.push(text(".init.text", 0x10, 4));
         sections.push(text(".text.a", 0x10, 0x100));
         sections.push(text(".text.b", 0x10, 1));
-        let (places, size) =
-            lay_out(&sections, |n| if n.starts_with(".init") { Region::InitText } else { Region::Text });
+        let (places, size) = lay_out(&sections, region);
         let bases: Vec<Option<u64>> = places.iter().map(|p| p.map(|p| p.base)).collect();
         assert_eq!(bases, [None, Some(0), Some(0), Some(0x400), Some(0x410)]);
         assert_eq!(size, [0x420, 0x10]);

@@ -95,21 +95,7 @@ impl Arch {
             other => other.name(),
         }
     }
-}
 
-/// A config header's `ARCH`, as the top Makefile turns it into `SRCARCH`.
-#[must_use]
-pub fn srcarch_of(arch: &str) -> &str {
-    match arch {
-        "x86_64" | "i386" => "x86",
-        "sparc32" | "sparc64" => "sparc",
-        "parisc64" => "parisc",
-        "sh64" => "sh",
-        other => other,
-    }
-}
-
-impl Arch {
     /// Where a function's own ftrace record is relative to its symbol, as
     /// the at-risk report explains it ([`crate::risk`], docs/at-risk.md).
     /// The adjust matters: where `ftrace_call_adjust()` moves a location to
@@ -139,6 +125,18 @@ impl Arch {
             Arch::X86_64 | Arch::I386 => 5,
             _ => 4,
         }
+    }
+}
+
+/// A config header's `ARCH`, as the top Makefile turns it into `SRCARCH`.
+#[must_use]
+pub fn srcarch_of(arch: &str) -> &str {
+    match arch {
+        "x86_64" | "i386" => "x86",
+        "sparc32" | "sparc64" => "sparc",
+        "parisc64" => "parisc",
+        "sh64" => "sh",
+        other => other,
     }
 }
 
