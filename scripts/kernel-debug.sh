@@ -9,7 +9,7 @@
 #    (scripts/kernel-e2e/config.sh) plus lockdep (PROVE_LOCKING,
 #    PROVE_RCU), DEBUG_ATOMIC_SLEEP, generic KASAN, DEBUG_LIST and
 #    DEBUG_OBJECTS; then the same tree with scripts/kernel-debug/broken.patch,
-#    a sleeping allocation in the pass's callback, which runs under RCU: the
+#    a sleeping allocation in the pass while it holds rcu_read_lock(): the
 #    negative control, an incremental rebuild of kernel/trace/ftrace.c.
 #    With --stock-control, also the same tree with 7.2's own ftrace.c (no
 #    pass), booted like the others: what the debug checks and the stress do

@@ -264,9 +264,11 @@ def control(r, tool, work, jobs):
 
 
 def audit_md(rows, missing, ctl, version, secs):
-    def does(mods):  # the JSON's rule: max_offset where the kernel checks each record, in_function where not
-        return "; ".join(sorted({f"disabled (past {o['max_offset']} bytes)" if o["rule"] == "max_offset" else
-                                 "enabled on dead code" for o in mods})) or "-"
+    def does(mods):  # what stock does with each dead record: the findings' `stock`, counted
+        said = {"rejected": "disabled", "kept_enabled": "enabled, under the previous name",
+                "kept_enabled_unchecked": "enabled on dead code"}
+        n = collections.Counter(f["stock"] for o in mods for f in o["findings"] if f["verdict"] == "weak")
+        return "; ".join(f"{c} {said[k]}" for k, c in sorted(n.items())) or "-"
     yield (f"# Dead ftrace records in Debian's kernels\n\nWritten by `make audit` (scripts/tree-check.py) on "
            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{version}`, in {secs} s: rerun it, do not "
            "edit it. What each column means, and how the trees are read: docs/trees.md, \"The audit\".\n\n"

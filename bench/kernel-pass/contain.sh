@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# bench/kernel-pass/contain.sh [--series DIR] [--control guard|insn|adjust[,...]]
-#                              [--stripped] [--instructions] [--top N] ARCH
+# bench/kernel-pass/contain.sh [--series DIR] [--control insn|adjust[,...]]
+#                              [--instructions] [--top N] ARCH
 #
-# The series' pass for arches without FTRACE_MCOUNT_MAX_OFFSET, compiled
-# verbatim (extract.py --undef FTRACE_MCOUNT_MAX_OFFSET, with the arch's
+# The series' pass (ftrace_mod_clear_dead()) for arches without
+# FTRACE_MCOUNT_MAX_OFFSET, compiled verbatim (extract.py, with the arch's
 # own ftrace_call_adjust() from its arch/ file and the Kconfig options it
 # tests set as in Debian's config), over EVERY module of Debian sid's ARCH
 # tree (arm64, riscv64 or s390x), each laid out as the loader lays it out
@@ -13,16 +13,8 @@
 # neutralise, module by module (contain.py); exit 1 on any difference.
 #
 # --control runs a model that must differ somewhere instead, and exits 1
-# if it does not: "guard" ignores the series' rule that a module stripped
-# of its unneeded local symbols is left alone (every symbol is typed as if
-# in .modinfo), "insn" takes MCOUNT_INSN_SIZE as 0, "adjust" turns the
+# if it does not: "insn" takes MCOUNT_INSN_SIZE as 0, "adjust" turns the
 # Kconfig options ftrace_call_adjust() tests off; "adjust,insn" does both.
-#
-# --stripped runs on a copy of the tree with every module decompressed and
-# stripped as llvm-objcopy --strip-unneeded strips it (the local symbols
-# that relocations name stay, .modinfo's go): the series must then leave
-# every table alone, as the tool does (its doubt), and --control guard
-# must differ.
 #
 # --instructions counts with callgrind the instructions the pass executes,
 # in one run over the whole tree (one callgrind dump per module), and
@@ -35,13 +27,12 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-series=$REPO/kernel control='' instructions=0 top=10 stripped=
+series=$REPO/kernel control='' instructions=0 top=10
 while [ $# -gt 0 ]; do
     case "$1" in
         --series) series=$(cd "$2" && pwd); shift 2;;
         --control) control=$2; shift 2;;
         --instructions) instructions=1; shift;;
-        --stripped) stripped=-stripped; shift;;
         --top) top=$2; shift 2;;
         -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0;;
         -*) echo "contain.sh: unknown option $1" >&2; exit 2;;
@@ -55,7 +46,7 @@ case "${arch:-}" in
     s390x) adjust=arch/s390/include/asm/ftrace.h header=$adjust;;
     *) echo "contain.sh: ARCH is arm64, riscv64 or s390x" >&2; exit 2;;
 esac
-work=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-pass/$arch$stripped
+work=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-pass/$arch
 mkdir -p "$work"
 root=$("$REPO/scripts/fetch-debian-kernel.sh" sid "$arch")
 kver=$(cat "$root/../kver")
@@ -63,17 +54,6 @@ top_dir=$(find "$root" -maxdepth 4 -type d -path "*/modules/$kver" | head -n 1)
 config=$top_dir/config
 [ -s "$config" ] || { echo "contain.sh: no config beside the modules of $kver" >&2; exit 1; }
 src=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2)/usr/src/linux-source-7.2.tar.xz
-if [ -n "$stripped" ]; then
-    echo "contain.sh: stripping the modules of $kver" >&2
-    # shellcheck disable=SC2016 # expanded by the inner shell
-    find "$top_dir" -name '*.ko*' -printf '%P\0' | xargs -0 -P 2 -n 100 nice -n 10 bash -c '
-        from=$1; shift
-        for m; do o=$0/${m%.xz}; [ -s "$o" ] && continue
-            mkdir -p "${o%/*}"
-            xz -dc "$from/$m" > "$o.tmp" 2>/dev/null || cp "$from/$m" "$o.tmp"
-            llvm-objcopy --strip-unneeded "$o.tmp" "$o" && rm "$o.tmp"; done' "$work/tree" "$top_dir"
-    top_dir=$work/tree
-fi
 
 echo "contain.sh: $arch $kver: laying out $(find "$top_dir" -name '*.ko*' | wc -l) modules" >&2
 find "$top_dir" -name '*.ko*' -print0 | sort -z |
@@ -81,9 +61,7 @@ find "$top_dir" -name '*.ko*' -print0 | sort -z |
 
 # The model: the series' functions, verbatim, in the order they are defined.
 python3 "$HERE/extract.py" --undef FTRACE_MCOUNT_MAX_OFFSET --file "$adjust" "$src" "$series" \
-    ftrace_call_adjust kallsyms_symbol_name kallsyms_sym_names_addrs module_kallsyms_walk_text \
-    module_kallsyms_unstripped \
-    ftrace_mod_callsites ftrace_mod_first ftrace_mod_mark_funcs ftrace_mod_clear_dead > "$work/model$$.c"
+    ftrace_call_adjust ftrace_mod_clear_dead > "$work/model$$.c"
 mv "$work/model$$.c" "$work/model.c"
 insn=$(tar -xJOf "$src" "linux-source-7.2/$header" | sed -n 's/^#define MCOUNT_INSN_SIZE[[:space:]]*//p')
 flags=(-DMCOUNT_INSN_SIZE="$insn")
@@ -99,16 +77,15 @@ done
     { echo "contain.sh: $kver has ARM64_BTI_KERNEL: the model cannot read instructions" >&2; exit 1; }
 for c in ${control//,/ }; do
     case "$c" in
-        guard) flags+=(-DZWM_GUARD_OFF);;
         insn) flags+=(-UMCOUNT_INSN_SIZE -DMCOUNT_INSN_SIZE=0);;
         adjust) ;;
-        *) echo "contain.sh: --control is guard, insn or adjust" >&2; exit 2;;
+        *) echo "contain.sh: --control is insn or adjust" >&2; exit 2;;
     esac
 done
 tag=${control:+-$control}
 echo "contain.sh: model built with ${flags[*]}" >&2
 gcc -O2 -Wall -Werror -Wno-unused-function -I"$HERE" -DVERBATIM="\"$work/model.c\"" "${flags[@]}" \
-    -D"CANDIDATE_CALL(mod,words,n)=!ftrace_mod_clear_dead(words,n,mod)" -o "$work/model$tag" "$HERE/verbatim.c"
+    -D"CANDIDATE_CALL(mod,words,n)=(ftrace_mod_clear_dead(mod,words,n), 0)" -o "$work/model$tag" "$HERE/verbatim.c"
 find "$work/dumps" -name '*.bin' -print0 | sort -z | xargs -0 "$work/model$tag" > "$work/model$tag.tsv"
 
 if [ $instructions = 1 ]; then

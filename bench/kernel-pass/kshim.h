@@ -5,7 +5,8 @@
  * kernel/trace/ftrace.c, as x86_64 builds them: the structures they read
  * are laid out as include/linux/module.h has them, and the helpers they
  * call do what the kernel's do (bit operations a word at a time, as
- * lib/find_bit.c).  ftrace_call_adjust() is x86's: the identity.
+ * lib/find_bit.c).  ftrace_call_adjust() is x86's, the identity, and
+ * MCOUNT_INSN_SIZE x86's 5 (a call with a 32-bit displacement).
  * Locking and RCU cost nothing here; the module is not shared.
  *
  * With -DMCOUNT_INSN_SIZE=N the arch is one without
@@ -20,13 +21,16 @@
 #include <string.h>
 
 #ifndef MCOUNT_INSN_SIZE
+#define SHIM_X86 1
 #define FTRACE_MCOUNT_MAX_OFFSET 4	/* ENDBR_INSN_SIZE: x86_64 with IBT */
+#define MCOUNT_INSN_SIZE 5
 #endif
 #define CONFIG_MODULES 1
 #define CONFIG_KALLSYMS 1
 #define GFP_KERNEL 0
 #define ENOMEM 12
 #define BITS_PER_LONG 64
+#define BITS_TO_LONGS(n) (((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)
 
 typedef Elf64_Sym Elf_Sym;
 #define ELF_ST_TYPE(info) ELF64_ST_TYPE(info)
@@ -94,7 +98,7 @@ static inline void shim_nothing(void) { }
 #define rcu_read_unlock() shim_nothing()
 #define rcu_dereference(p) (p)
 
-#ifdef MCOUNT_INSN_SIZE
+#ifndef SHIM_X86
 /* What the arches' ftrace_call_adjust() use; a warning is counted. */
 static unsigned long shim_warnings;
 #define IS_ENABLED(option) (option)
@@ -152,6 +156,12 @@ static inline void *kvmalloc_array(size_t n, size_t size, int flags)
 {
 	(void)flags;
 	return malloc(n * size + 1);
+}
+
+static inline void *kvcalloc(size_t n, size_t size, int flags)
+{
+	(void)flags;
+	return calloc(n + 1, size);
 }
 
 static inline void shim_free_kvfree(unsigned long **p)

@@ -64,7 +64,7 @@ if [ $instructions = 1 ]; then
     "$work/pass" -r 1 "${dumps[@]}" >/dev/null
     # The verbatim rows: NAME DIR CALL DEFINITIONS...
     verbatim=()
-    [ -z "$series" ] || verbatim+=("series $series !ftrace_mod_clear_dead(words,n,mod) kallsyms_symbol_name kallsyms_sym_names_addrs module_kallsyms_walk_text ftrace_mod_callsites ftrace_mod_first ftrace_mod_mark_sites ftrace_mod_clear_dead")
+    [ -z "$series" ] || verbatim+=("series $series (ftrace_mod_clear_dead(mod,words,n),0) ftrace_mod_clear_dead")
     [ -z "$v2" ] || verbatim+=("v2 $v2 ftrace_zero_weak_locs(mod,words,n) kallsyms_symbol_name is_lookup_symbol module_kallsyms_on_each_addr ftrace_mod_locs ftrace_mark_valid_locs ftrace_zero_weak_locs")
     src=$("$REPO/scripts/fetch-debian-kernel.sh" sid amd64 linux-source-7.2)/usr/src/linux-source-7.2.tar.xz
     vnames=()

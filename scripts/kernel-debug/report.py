@@ -5,10 +5,10 @@
 The series boot passes when its stress payload finished every round with
 every load and unload successful, and its kernel log holds no splat
 (guest.py's BAD lines), no panic and no taint. The broken boot, whose pass
-allocates with GFP_KERNEL in ftrace_mod_mark_sites(), the callback that
-module_kallsyms_walk_text() calls under rcu_read_lock(), must show the
+allocates with GFP_KERNEL in ftrace_mod_clear_dead() while it holds
+rcu_read_lock() over the module's symbols, must show the
 debug checks catching it: "BUG: sleeping function called from invalid
-context" in an insmod (with that callback in its trace where the console
+context" in an insmod (with that function in its trace where the console
 shows it). Otherwise the checks are not live and the clean series boot
 proves nothing. STOCK-BOOT, the same
 kernel with 7.2's own ftrace.c (--stock-control), is described, not
@@ -70,7 +70,7 @@ def main():
     caught = [i for i, ln in enumerate(dmesg) if CAUGHT in ln]
     # The console runs at loglevel 4, so the trace itself may not be there;
     # the task is: only an insmod runs the pass.
-    named = any("ftrace_mod_mark_sites" in ln or "name: insmod" in ln
+    named = any("ftrace_mod_clear_dead" in ln or "name: insmod" in ln
                 for i in caught for ln in dmesg[i:i + 40])
     if not caught or not named:
         fails.append("broken: the sleeping allocation under RCU was not reported: the debug checks are not live")
