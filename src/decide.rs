@@ -430,14 +430,11 @@ pub fn checked_and_contained<'a>(input: &Input, symbols: &SymbolIndex<'a>, layou
     let layout_doubt =
         matches!(verdict, Verdict::Doubt(Doubt::Preceded { .. } | Doubt::Overhang { .. } | Doubt::RegionStart { .. }));
     let &Input::Ips { section, ips, count } = input else { return verdict };
-    // Most records sit in the function whose symbol is the nearest below:
-    // that search gallops from the last answer. Only where it does not
-    // (an alias without a size first, a nested symbol) are all functions
-    // asked.
-    let inside = |ip: u64| {
-        symbols.at_or_below(section, ip).is_some_and(|s| ip - s.value < s.size) || symbols.in_function(section, ip, 0)
-    };
-    if !(verdict == Verdict::Valid || layout_doubt) || ips[..count].iter().any(|&ip| inside(ip)) {
+    // The one search above has failed: ask every function (an alias
+    // without a size may come first, a symbol may nest in a function).
+    if !(verdict == Verdict::Valid || layout_doubt)
+        || ips[..count].iter().any(|&ip| symbols.in_function(section, ip, 0))
+    {
         return verdict;
     }
     match outside(section, ips[0], symbols, layout, 0) {
