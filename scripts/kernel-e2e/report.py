@@ -25,8 +25,8 @@ hold:
     enabled every filtered kvm record, and every case was listed the same
     way in every boot;
   * the weak locations are real: stock/unchecked-kvm (or broken's) lists
-    invalid lines, and they and its dead second lines (a name listed more
-    often than NM has it) are, one for one, the entries the tool zeroed;
+    dead lines, invalid ones and second ones (a name listed more often than
+    NM has it), and they are, one for one, the entries the tool zeroed;
   * stock/processed-kvm, and series/FORM for every form: 0 invalid lines,
     no dead second line (but stripped, whose static functions lost the
     symbols NM counts), every other line the reference's for that form
@@ -35,10 +35,11 @@ hold:
     an alias of one (same address in NM), since a static function that
     starts at most FTRACE_MCOUNT_MAX_OFFSET bytes after a surviving symbol
     keeps its record under that symbol's name;
-  * against stock: series/unchecked-kvm and series/processed-kvm load
-    faster (median) than stock does the same form, over 30 or more loads;
-  * negative control: the broken kernel lists the dead records (invalid
-    lines) or WARNs, or the boots could not tell a working pass from none.
+  * against a stock that checks records (lists invalid lines): series/
+    unchecked-kvm and series/processed-kvm load faster (median) than stock
+    does the same form, over 30 or more loads;
+  * negative control: the broken kernel lists dead lines or WARNs, or the
+    boots could not tell a working pass from none.
 
 Prints the table and writes it to OUT.md; exits 1 if anything fails.
 """
@@ -117,13 +118,18 @@ def judge_lines(aff, stock, zeroed, nm, fails, warned):
         return rows
     funcs = collections.Counter(f[2] for f in (x.split() for x in nm.read_text().splitlines())
                                 if len(f) == 3 and f[1] in "tTwW")
+    # A dead record is an invalid line where the kernel checks records
+    # (FTRACE_MCOUNT_MAX_OFFSET), else a second line of the function before it.
+    dead = {k: sum(guest.split_lines(aff.get(k, []))[1].values())
+            + sum(guest.listed_twice(guest.split_lines(aff.get(k, []))[0], funcs)[0].values())
+            for k in (ref_key, "broken/unchecked-kvm")}
     bv, bi = guest.split_lines(base)
     why = guest.unexplained(bi, guest.listed_twice(bv, funcs)[0], zeroed)
-    if not bi:
-        fails.append(f"{ref_key}: no invalid lines, so the comparison proves nothing")
+    if not dead[ref_key]:
+        fails.append(f"{ref_key}: no dead lines, so the comparison proves nothing")
     elif why:
         fails.append(f"{ref_key}: {why}")
-    rows.append((ref_key, len(base), sum(bi.values()), "dead lines = the tool's zeroed entries", bool(bi) and not why))
+    rows.append((ref_key, len(base), sum(bi.values()), "dead lines = the tool's zeroed entries", bool(dead[ref_key]) and not why))
     cases = ([("stock/processed-kvm", ref_key)] if stock else []) + \
         [(f"series/{f}", f"stock/{f}" if stock else ref_key) for f in FORMS]
     for key, against in cases:
@@ -146,11 +152,9 @@ def judge_lines(aff, stock, zeroed, nm, fails, warned):
         if not ok:
             fails.append(f"{key}: lines are not {expect} ({len(lines)} lines, {sum(i.values())} invalid)")
         rows.append((key, len(lines), sum(i.values()), expect, ok))
-    neg = aff.get("broken/unchecked-kvm")
-    caught = bool(neg and guest.split_lines(neg)[1]) or warned
-    if not caught:
+    if not (dead["broken/unchecked-kvm"] or warned):
         fails.append("negative control: the broken pass listed no dead record and raised no WARN")
-    return rows
+    return rows, dead
 
 
 def tool_report(path):
@@ -176,14 +180,17 @@ def main():
     warns = [x.strip() for b in boots if b["warn"] for x in b["dmesg"] if "WARNING:" in x]
     stock = any(b["kernel"] == "stock" for b in boots)
     zeroed = [(f["symbol"], f["distance"]) for f in tool["findings"] if f["verdict"] == "weak"]
-    rows = judge_lines(aff, stock, zeroed, nm, fails, bool(warns))
+    rows, dead = judge_lines(aff, stock, zeroed, nm, fails, bool(warns))
+    # Stock with no check (no invalid line: riscv, s390) does less than the
+    # series' pass at load: no speed-up to ask for there.
+    timed = stock and bool(guest.split_lines(aff.get("stock/unchecked-kvm", []))[1])
     report = ["| kernel / kvm.ko | lines | invalid | expected | holds |", "|---|---|---|---|---|"]
     report += [f"| {k} | {n} | {inv} | {e} | {'yes' if ok else 'NO'} |" for k, n, inv, e, ok in rows]
     report += ["", "| kernel / kvm.ko | loads | median ms | IQR ms | min-max ms |", "|---|---|---|---|---|"]
     for key in sorted(times):
         med, q1, q3, lo, hi = guest.summary(times[key])
         report.append(f"| {key} | {len(times[key])} | {med:.1f} | {q1:.1f}-{q3:.1f} | {lo:.1f}-{hi:.1f} |")
-    for form in ("unchecked-kvm", "processed-kvm") if stock else ():
+    for form in ("unchecked-kvm", "processed-kvm") if timed else ():
         b_ms, s_ms = times.get(f"stock/{form}", []), times.get(f"series/{form}", [])
         if not (b_ms and s_ms):
             fails.append(f"{form}: no timed loads on one of the kernels")
@@ -196,11 +203,10 @@ def main():
         for k, ms in ((f"stock/{form}", b_ms), (f"series/{form}", s_ms)):
             if len(ms) < 30:
                 fails.append(f"{k}: only {len(ms)} timed loads (want >= 30)")
-    neg = aff.get("broken/unchecked-kvm", [])
     report += ["", f"{len(boots)} boots; smoke test (filtered = enabled records): " +
                ", ".join(f"{k} {n}" for k, (n, _) in sorted(smoke.items())),
                f"tool zeroed {len(zeroed)} entries at distances {sorted(d for _, d in zeroed)}",
-               f"negative control (broken pass): {sum(guest.split_lines(neg)[1].values())} invalid lines"
+               f"negative control (broken pass): {dead['broken/unchecked-kvm']} dead lines"
                + (f"; WARN: {warns[0]}" if warns else "; no WARN")]
     return guest.verdict(out, "\n".join(report) + "\n", fails, "kernel-e2e")
 
