@@ -70,9 +70,5 @@ for o in CONFIG_PPC64=y CONFIG_CPU_LITTLE_ENDIAN=y CONFIG_PPC_PSERIES=y \
          CONFIG_HVC_CONSOLE=y CONFIG_BLK_DEV_INITRD=y CONFIG_DEVTMPFS=y; do
     need "$o"
 done
-for o in CONFIG_DEBUG_INFO_BTF CONFIG_RUST CONFIG_MODULE_SIG CONFIG_MODVERSIONS \
-         CONFIG_NET CONFIG_DRM; do
-    if grep -q "^$o=y" "$OBJ/.config"; then
-        echo "config-ppc64le.sh: $OBJ/.config has $o=y" >&2; exit 1
-    fi
-done
+! bad=$(grep -E '^CONFIG_(DEBUG_INFO_BTF|RUST|MODULE_SIG|MODVERSIONS|NET|DRM)=y$' "$OBJ/.config") ||
+    { echo "config-ppc64le.sh: $OBJ/.config has $bad" >&2; exit 1; }
