@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # kernel-e2e.sh — prove the kernel half (kernel/*.patch) in real kernels.
 #
-#   scripts/kernel-e2e.sh [--arch x86_64|ppc64le|aarch64] [--release 7.2|7.3] [--suite SUITE]
+#   scripts/kernel-e2e.sh [--arch ARCH (a row of ROWS)] [--release 7.2|7.3] [--suite SUITE]
 #                         [--quick] [--build-only] [--work DIR] [--rounds N] [--loads N]
 #
 # --quick (what .ci/run can always afford, about a minute): the series
@@ -12,19 +12,14 @@
 #
 # Full run, for one arch (a row of ROWS below):
 #   1. build the row's kernels from that source with its config
-#      (scripts/kernel-e2e/config*.sh): x86_64 builds stock and series,
-#      ppc64le (a cross build of most of an hour) the series alone,
-#      aarch64 stock and series and stops there (KVM is built in).  The
-#      series changes no config option: the two .config files must be
-#      identical, and so are the modules either build makes;
-#   2. collect kvm.ko (and what it needs first) from one build in four
-#      forms: unchecked (as built), processed (the tool with the build's
-#      config), debug-stripped (`strip --strip-debug` of unchecked, what
-#      INSTALL_MOD_STRIP=1 does) and stripped (`strip --strip-unneeded` of
-#      unchecked: static functions lose their symbols, so more locations
-#      have no symbol to explain them); and build the negative control, the
-#      series kernel with its pass broken (kernel-bench/floor.patch: every location
-#      kept), as an incremental rebuild of the series tree;
+#      (scripts/kernel-e2e/config*.sh), each cold but a "+series" one (the
+#      series' kernel diffs on the stock tree, incrementally); aarch64 stops
+#      there (KVM is built in).  The series changes no config option and no
+#      module: built cold, the two .config files must be identical;
+#   2. collect kvm.ko (and what it needs first) from one build in the four
+#      forms docs/kernel-e2e.md names (unchecked, processed, debug-stripped,
+#      stripped); and build the negative control, the series kernel with
+#      its pass broken (kernel-bench/floor.patch: every location kept);
 #   3. boot under QEMU/TCG with one vCPU (scripts/guest/run.sh, payload
 #      loads.sh), --rounds times, each kernel in turn, loading and unloading
 #      every form --loads times per boot; then the broken kernel once with
@@ -43,19 +38,18 @@
 # scripts/kernel-selftests.sh build on it).
 #
 # Defaults: --arch x86_64, --rounds and --loads from the row (x86_64: 4 and
-# 10, 40 timed loads per case; ppc64le: 1 and 5), WORK
-# ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e (x86_64 on 7.2), with
-# -ARCH, -REL and -SUITE appended for another arch, release or --suite.  Builds are incremental.  Environment: ZWM_JOBS (make
-# -j, default nproc+1), ZWM_NICE (added to the niceness the script runs at,
-# as `nice -n` adds, up to 19; default 0: the builds keep the caller's
-# niceness, so under an outer `nice` leave it unset), ZWM
-# (the tool; default a fresh cargo build --release), ZWM_SERIES (the folder
-# of the series' NNNN-*.patch files, default kernel/), ZWM_BUILD_LOCK (a
-# lock file every make of a kernel tree holds, for a shared machine).
+# 10, 40 timed loads per case; the others: 1 and 5), WORK
+# ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e[-ARCH][-REL][-SUITE]
+# (but for x86_64, 7.2 and no --suite).  Builds are incremental.
+# Environment: ZWM_JOBS (make -j, default nproc+1), ZWM_NICE (added to the
+# niceness the script runs at, as `nice -n` adds, up to 19; default 0: the
+# builds keep the caller's niceness, so under an outer `nice` leave it
+# unset), ZWM (the tool; default a fresh cargo build --release), ZWM_SERIES
+# (the folder of the series' NNNN-*.patch files, default kernel/),
+# ZWM_BUILD_LOCK (a lock file every make of a kernel tree holds).
 #
-# Host needs: make patch gcc flex bison bc libelf-dev libssl-dev git cpio
-# python3, the row's QEMU and cross compiler.  Missing ones are installed with
-# apt-get when run as root (.ci/run installs them up front).
+# Host needs: lib.sh's KBUILD_NEEDS, git cpio python3, the row's QEMU and
+# cross compiler; apt-get installs what is missing when run as root.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,11 +60,12 @@ PROG=kernel-e2e DIE_STATUS=2
 # The arches: kernel ARCH, cross prefix, config script, the kernels built,
 # the kvm.ko path, the modules kvm.ko needs first, the default rounds and
 # loads, the boot timeout, and the packages of the compiler and QEMU.
-# ppc64le's kvm.ko needs no irqbypass.ko (IRQ_BYPASS_MANAGER is built in).
 ROWS="
 x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
 ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  series        arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
 aarch64 arm64   aarch64-linux-gnu-      config.sh          stock,series  -                        -                      1 1   600   gcc-aarch64-linux-gnu        qemu-system-arm
+riscv64 riscv   riscv64-linux-gnu-      config.sh          stock,+series arch/riscv/kvm/kvm.ko    -                      1 5   1800  gcc-riscv64-linux-gnu        qemu-system-misc
+s390x   s390    s390x-linux-gnu-        config.sh          stock,+series arch/s390/kvm/kvm.ko     -                      1 5   1800  gcc-s390x-linux-gnu          qemu-system-misc
 "
 arch=x86_64 release=7.2 suite='' quick=0 build_only=0 rounds='' loads='' work=''
 while [ $# -gt 0 ]; do
@@ -87,7 +82,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 row=$(awk -v a="$arch" '$1 == a' <<<"$ROWS")
-[ -n "$row" ] || die "unknown arch $arch (x86_64|ppc64le|aarch64)"
+[ -n "$row" ] || die "unknown arch $arch ($(awk 'NF {printf "%s ", $1}' <<<"$ROWS"))"
 read -r _ karch cross config kernels kvm_path dep def_rounds def_loads boot_timeout cc_pkg qemu_pkg <<<"$row"
 [ "$cross" != - ] || cross=
 kernels=${kernels//,/ }
@@ -168,31 +163,29 @@ build() { # NAME
     build_secs[$name]=$BUILD_SECS
     log "$name kernel built in ${build_secs[$name]} s"
 }
-for k in $kernels; do build "$k"; done
+for k in ${kernels//+series/}; do build "$k"; done
 echo "${mk[*]}" > "$work/make-vars"  # for what kernel-selftests.sh builds against them
-se=$work/obj-series
 kernel_has() { [[ " $kernels " = *" $1 "* ]]; }
-if kernel_has stock; then
-    cmp "$work/obj-stock/.config" "$se/.config" || die "the stock and series configs differ"
-elif [ -n "$cross" ]; then
-    has_line CONFIG_MPROFILE_KERNEL=y cat "$se/.config" ||
-        die "the series config lacks CONFIG_MPROFILE_KERNEL=y (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
-fi
+! { kernel_has stock && kernel_has series; } || cmp "$work/obj-stock/.config" "$work/obj-series/.config" ||
+    die "the stock and series configs differ"
+[ "$karch" != powerpc ] || has_line CONFIG_MPROFILE_KERNEL=y cat "$work/obj-series/.config" ||
+    die "the series config lacks CONFIG_MPROFILE_KERNEL=y (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
 
-# variant NAME TREE PATCH: TREE's kernel with PATCH (-p1) applied, built
-# incrementally in TREE's objects, its image kept as WORK/obj-NAME/IMAGE;
-# then TREE's files are put back and its kernel built again.
+# variant NAME TREE PATCH...: TREE's kernel with the PATCHes (-p1, in turn)
+# applied, built incrementally in TREE's objects, its image kept as
+# WORK/obj-NAME/IMAGE; then TREE's files are put back and its kernel built again.
 variant() {
-    local name=$1 tree=$2 patch=$3 src=$work/src-$2 obj=$work/obj-$2 stamp f
-    stamp=$(cat "$patch" "$obj/.config" "$src/.zwm-stamp" | sha256sum)
+    local name=$1 tree=$2 src=$work/src-$2 obj=$work/obj-$2 stamp f; shift 2
+    stamp=$(cat "$@" "$obj/.config" "$src/.zwm-stamp" | sha256sum)
     [ "$(cat "$work/obj-$name.stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/obj-$name/$image" ] || return 0
     mkdir -p "$work/orig-$tree"
-    sed -n 's|^+++ b/||p' "$patch" | while read -r f; do (cd "$src" && cp --parents "$f" "$work/orig-$tree/"); done
+    sed -n 's|^+++ b/||p' "$@" | while read -r f; do (cd "$src" && cp --parents "$f" "$work/orig-$tree/"); done
     # shellcheck disable=SC2064 # the tree now: the function's locals are gone on exit
     trap "unpatch $tree" EXIT
-    (cd "$src" && patch -p1 -s < "$patch") || die "$(basename "$patch") does not apply to the $tree tree"
-    log "building the $name kernel: $tree with $(basename "$patch") (incremental, log in $obj.$name.log)"
+    (cd "$src" && cat "$@" | patch -p1 -s) || die "$(basename -a "$@" | xargs) do not apply to the $tree tree"
+    log "building the $name kernel: $tree with $(basename -a "$@" | xargs) (incremental, log in $obj.$name.log)"
     build_kernel "the $name kernel" "$obj.$name.log" "${mk[@]}" -C "$src" O="$obj" "$(basename "$image")"
+    build_secs[$name]=$BUILD_SECS
     mkdir -p "$work/obj-$name/$(dirname "$image")"
     cp "$obj/$image" "$work/obj-$name/$image"
     unpatch "$tree"; trap - EXIT
@@ -202,7 +195,7 @@ variant() {
 }
 # The lookup kernel: stock with the series' first patch alone, the
 # ftrace_location() fix, for patch 5's selftest with the dead record kept.
-! kernel_has stock || variant lookup stock "${PATCHES[0]}"
+! kernel_has series || ! kernel_has stock || variant lookup stock "${PATCHES[0]}"
 
 # arm64 builds KVM in: no kvm.ko to load.  Its proof is patch 5's selftest
 # (kernel-selftests.sh --arch aarch64), with the stock kernel as the control.
@@ -212,7 +205,14 @@ if [ "$kvm_path" = - ]; then
 fi
 
 # The negative control: the series with its pass broken (floor.patch).
-variant broken series "$REPO/scripts/kernel-bench/floor.patch"
+# On a "+series" row (one cold build) the series kernel is a variant too:
+# the stock tree with the series' diffs but the selftest's (tools/).
+floor=$REPO/scripts/kernel-bench/floor.patch
+if kernel_has +series; then
+    series_diffs | awk '/^diff --git /{k = $3 !~ /^a\/tools\//} k' > "$work/series.diff"
+    variant series stock "$work/series.diff"
+    variant broken stock "$work/series.diff" "$floor"; kernels=${kernels/+/}
+else variant broken series "$floor"; fi
 
 # --- kvm.ko in four forms --------------------------------------------------------
 # From the stock build where there is one: the series changes no module.

@@ -1,31 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# config.sh SRC OBJ [MAKE-VAR...] — write the trimmed x86_64 configuration
-# the kernel e2e builds, into OBJ/.config, and fail unless every option the
-# proof relies on came out as asked.  MAKE-VAR... (e.g. LLVM=-19) must be the
-# ones the build uses, since Kconfig asks the compiler what it can do.  Both
-# kernels (stock and series) get this same file: the series adds no option.
+# config.sh SRC OBJ [MAKE-VAR...] — write the trimmed configuration the
+# kernel e2e builds (x86_64 unless ARCH= says otherwise) into OBJ/.config,
+# and fail unless every option the proof relies on came out as asked.
+# MAKE-VAR... (e.g. LLVM=-19) must be the build's: Kconfig asks the compiler
+# what it can do.  Stock and series share it: the series adds no option.
 #
 # tinyconfig, plus what a serial-console QEMU guest with an initramfs needs
-# (SMP, the 8250 console, initramfs, devtmpfs, proc with sysctl, sysfs,
-# tmpfs, ELF and scripts, ACPI for poweroff, PCI, the local APIC and high
-# resolution timers KVM wants, -O2 rather than tinyconfig's -Os), modules,
-# the function tracer with dynamic ftrace, IBT (so FTRACE_MCOUNT_MAX_OFFSET
-# is 4 and the ENDBR adjust applies) and KVM=m; and what the kernel's own
-# ftrace and livepatch selftests need (tools/testing/selftests/{ftrace,
-# livepatch}/config), so that one pair of builds serves kernel-e2e and
-# kernel-selftests: kprobes, fprobes, uprobes and eprobes as dynamic events
-# (with perf events), the function graph tracer, histograms and synthetic
-# events, the latency tracers, the stack tracer and profiler, syscall
-# events, livepatch with all symbols in kallsyms and the ORC unwinder (x86
-# has HAVE_RELIABLE_STACKTRACE only with it, and without a reliable stack
-# check no livepatch transition completes), debugfs and dynamic
-# debug, IPv4 for the tests that ping, and the sample modules the ftrace
-# tests load with modprobe (trace-printk, trace-events-sample,
-# ftrace-direct*, remote_test).  Not: debug info, BTF and BPF (debug info
-# is the biggest part of a build's time): the tests that need them end
-# UNSUPPORTED, and docs/kernel-e2e.md says which.  From tinyconfig a build
-# takes a third of what x86_64_defconfig's does.
+# (ACPI for poweroff, the local APIC and high resolution timers KVM wants,
+# -O2 rather than tinyconfig's -Os), modules, dynamic ftrace, IBT (so
+# FTRACE_MCOUNT_MAX_OFFSET is 4 and the ENDBR adjust applies) and KVM=m; and
+# what the kernel's ftrace and livepatch selftests ask for (the config files
+# of tools/testing/selftests/{ftrace,livepatch}), so that one pair of builds
+# serves kernel-e2e and kernel-selftests: among it the ORC unwinder (x86 has
+# HAVE_RELIABLE_STACKTRACE only with it, and without a reliable stack check
+# no livepatch transition completes), IPv4 for the tests that ping, and the
+# sample modules the ftrace tests load with modprobe.  Not: debug info, BTF
+# and BPF (debug info is the biggest part of a build's time): the tests that
+# need them end UNSUPPORTED, and docs/kernel-e2e.md says which.  From
+# tinyconfig a build takes a third of what x86_64_defconfig's does.
 #
 # ARCH=arm64 among the MAKE-VARs gives the same for QEMU's virt machine
 # (PL011 console, PSCI poweroff), for patch 5's selftest there: no KVM
