@@ -265,7 +265,7 @@ boot() { # FORM
 weak_tree() {
     local k=$1 d=${2:-$work/weak-$1} s=$work/weak-src/tools/testing/selftests
     rm -rf "$d" "$work/weak-src"; mkdir -p "$s"; cp -r "$tests/ftrace" "$s/"
-    (cd "$work/weak-src" && git apply --include='tools/testing/selftests/ftrace/*' "${PATCHES[@]}") &&
+    (cd "$work/weak-src" && GIT_CEILING_DIRECTORIES=$work git apply --include='tools/testing/selftests/ftrace/*' "${PATCHES[@]}") &&
         mv "$s/ftrace" "$d" && [ -f "$d/test.d/ftrace/func_dead_weak_module.tc" ] || die "the series' selftest does not apply"
     [ "$arch" != x86_64 ] || cp "$work/ftrace/poll" "$d/poll"
     # unsupported: a notrace function between the function before and the
