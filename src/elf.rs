@@ -140,12 +140,6 @@ impl ElfInfo {
         if self.big_endian { Endianness::Big } else { Endianness::Little }
     }
 
-    /// A word of the module (4 or 8 bytes), in its byte order.
-    #[must_use]
-    pub fn read_word(&self, bytes: &[u8]) -> u64 {
-        read_uint(bytes, self.big_endian)
-    }
-
     /// A word's bytes, in the module's byte order and width.
     #[must_use]
     pub fn word_bytes(&self, value: u64) -> Vec<u8> {
@@ -247,77 +241,40 @@ impl Target {
 }
 
 /// Why a callsite relocation is not the plain shape the rule is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Odd {
-    Unaligned {
-        offset: u64,
-    },
-    RelocType {
-        r_type: u32,
-        abs_type: u32,
-    },
+    #[error("relocation at {offset:#x} is not word-aligned")]
+    Unaligned { offset: u64 },
+    #[error("relocation type {r_type} is not the absolute word type {abs_type}")]
+    RelocType { r_type: u32, abs_type: u32 },
     /// The `x86_64` loader refuses to relocate a non-zero word.
-    NonZeroWord {
-        value: u64,
-    },
+    #[error("word is {value:#x}, not zero, under a RELA relocation")]
+    NonZeroWord { value: u64 },
+    #[error("relocation against the null symbol")]
     NullSymbol,
-    SymbolOutOfRange {
-        symbol: u32,
-    },
+    #[error("symbol {symbol} is out of range")]
+    SymbolOutOfRange { symbol: u32 },
+    #[error("relocation against an undefined symbol")]
     Undefined,
+    #[error("relocation against an absolute symbol")]
     Absolute,
+    #[error("relocation against a common symbol")]
     Common,
+    #[error("relocation against a weak symbol")]
     Weak,
-    NoSectionIndex {
-        symbol: u32,
-        shndx: u16,
-    },
-    NoSuchSection {
-        symbol: u32,
-        section: usize,
-    },
-    NotCode {
-        section: String,
-    },
-    NoBits {
-        section: String,
-    },
-    Outside {
-        section: String,
-        offset: i128,
-    },
+    #[error("symbol {symbol} has no usable section index ({shndx})")]
+    NoSectionIndex { symbol: u32, shndx: u16 },
+    #[error("symbol {symbol} is in section {section}, which does not exist")]
+    NoSuchSection { symbol: u32, section: usize },
+    #[error("target section {section} is not allocated executable code")]
+    NotCode { section: String },
+    #[error("target section {section} has no bytes in the file (SHT_NOBITS)")]
+    NoBits { section: String },
+    #[error("target {section}{offset:+#x} lies outside its section")]
+    Outside { section: String, offset: i128 },
     /// Two relocations on the word at `offset` of the table.
-    SharedWord {
-        offset: u64,
-    },
-}
-
-impl std::fmt::Display for Odd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Odd::Unaligned { offset } => write!(f, "relocation at {offset:#x} is not word-aligned"),
-            Odd::RelocType { r_type, abs_type } => {
-                write!(f, "relocation type {r_type} is not the absolute word type {abs_type}")
-            }
-            Odd::NonZeroWord { value } => write!(f, "word is {value:#x}, not zero, under a RELA relocation"),
-            Odd::NullSymbol => f.write_str("relocation against the null symbol"),
-            Odd::SymbolOutOfRange { symbol } => write!(f, "symbol {symbol} is out of range"),
-            Odd::Undefined => f.write_str("relocation against an undefined symbol"),
-            Odd::Absolute => f.write_str("relocation against an absolute symbol"),
-            Odd::Common => f.write_str("relocation against a common symbol"),
-            Odd::Weak => f.write_str("relocation against a weak symbol"),
-            Odd::NoSectionIndex { symbol, shndx } => {
-                write!(f, "symbol {symbol} has no usable section index ({shndx})")
-            }
-            Odd::NoSuchSection { symbol, section } => {
-                write!(f, "symbol {symbol} is in section {section}, which does not exist")
-            }
-            Odd::NotCode { section } => write!(f, "target section {section} is not allocated executable code"),
-            Odd::NoBits { section } => write!(f, "target section {section} has no bytes in the file (SHT_NOBITS)"),
-            Odd::Outside { section, offset } => write!(f, "target {section}{offset:+#x} lies outside its section"),
-            Odd::SharedWord { offset } => write!(f, "two relocations hit the word at {offset:#x}"),
-        }
-    }
+    #[error("two relocations hit the word at {offset:#x}")]
+    SharedWord { offset: u64 },
 }
 
 /// One relocated word of the callsite table.
@@ -358,13 +315,6 @@ pub struct Extracted<'a> {
     /// Local function symbols: they vanish under `strip --strip-unneeded`,
     /// and with them the names of static functions.
     pub local_functions: usize,
-}
-
-impl Extracted<'_> {
-    #[must_use]
-    pub fn stripped_locals(&self) -> bool {
-        self.local_functions == 0
-    }
 }
 
 /// What reading a callsite table found: by [`extract`], the table with
@@ -630,18 +580,6 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
     Ok(info)
 }
 
-/// The NUL-separated strings of a `.modinfo` section, each with its byte
-/// offset in the section, runs of NULs as empty strings: the way the
-/// kernel's `get_modinfo()` and kmod read it.
-pub fn modinfo_strings(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
-    let mut pos = 0;
-    bytes.split(|&b| b == 0).map(move |s| {
-        let at = pos;
-        pos += s.len() + 1;
-        (at, s)
-    })
-}
-
 /// `.modinfo` holds NUL-separated `key=value` strings; modpost always adds
 /// `vermagic=RELEASE SMP preempt mod_unload ...`.
 fn vermagic(data: &[u8], sections: &[Section]) -> Option<String> {
@@ -683,33 +621,26 @@ fn next_nul(bytes: &[u8]) -> usize {
     at + bytes[at..].iter().position(|&b| b == 0).unwrap_or(bytes.len() - at)
 }
 
-/// Which relocation section applies to the callsite table.
-enum RelocSection<T> {
-    /// Its index, validated against the rule's shape.
-    At(usize),
-    /// None we could act on: why, as the extraction's answer.
-    None(Extraction<T>),
-}
-
-/// The relocation section that applies to the callsite table, validated
-/// against the rule's shape, or why there is none we could act on.
+/// The index of the relocation section that applies to the callsite
+/// table, validated against the rule's shape, or why there is none we
+/// could act on, as the extraction's answer.
 fn reloc_section<Elf: FileHeader<Endian = Endianness>, T>(
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
-) -> Result<RelocSection<T>, Error> {
+) -> Result<Result<usize, Extraction<T>>, Error> {
     let cs = &info.sections[callsite];
     let relsecs: Vec<usize> = info.relocation_sections_for(callsite).map(|(i, _)| i).collect();
     let index = match relsecs.as_slice() {
         [] => {
-            return Ok(RelocSection::None(Extraction::NoRelocations(format!(
+            return Ok(Err(Extraction::NoRelocations(format!(
                 "{} has no relocation section: nothing the loader would relocate",
                 cs.name
             ))));
         }
         [one] => *one,
         _ => {
-            return Ok(RelocSection::None(Extraction::Unsupported(format!(
+            return Ok(Err(Extraction::Unsupported(format!(
                 "{} relocation sections apply to {}; left alone",
                 relsecs.len(),
                 cs.name
@@ -719,7 +650,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>, T>(
     let rs = &info.sections[index];
     let wanted = if shape.rela { elf::SHT_RELA } else { elf::SHT_REL };
     if rs.sh_type != wanted {
-        return Ok(RelocSection::None(Extraction::Unsupported(format!(
+        return Ok(Err(Extraction::Unsupported(format!(
             "{} is {} but this architecture's modules use {}; left alone",
             rs.name,
             if rs.sh_type == elf::SHT_RELA { "SHT_RELA" } else { "SHT_REL" },
@@ -736,7 +667,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>, T>(
             rs.name, rs.size
         )));
     }
-    Ok(RelocSection::At(index))
+    Ok(Ok(index))
 }
 
 fn reloc_entsize<Elf: FileHeader>(shape: RelocShape) -> u64 {
@@ -796,8 +727,8 @@ fn read_generic<'a, Elf: FileHeader<Endian = Endianness>, V: Visit>(
     }
     let table = section_table::<Elf>(data, info)?;
     let reloc_section = match reloc_section::<Elf, Read<'a>>(info, callsite, shape)? {
-        RelocSection::At(index) => index,
-        RelocSection::None(none) => return Ok(none),
+        Ok(index) => index,
+        Err(none) => return Ok(none),
     };
     let rs = &info.sections[reloc_section];
     let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
@@ -932,9 +863,10 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
                     // The x86_64 loader refuses to relocate a non-zero word; we
                     // do not guess what such a module means.
                     Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
-                    Some(a) => resolved.get(symtab, info, r.r_sym).place(info, a),
                     // REL: the addend is the word itself, read as signed.
-                    None => resolved.get(symtab, info, r.r_sym).place(info, info.signed_word(word_value)),
+                    addend => {
+                        place(resolved.get(symtab, info, r.r_sym), info, addend.unwrap_or(info.signed_word(word_value)))
+                    }
                 }
             };
             if let Some(prev) = previous {
@@ -983,28 +915,22 @@ impl Resolved {
 }
 
 /// Where `symbol + addend` lands, given what the symbol resolved to.
-trait Place {
-    fn place(&self, info: &ElfInfo, addend: i64) -> Target;
-}
-
-impl Place for Base {
-    #[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite in the relocation walk")]
-    #[inline(always)]
-    fn place(&self, info: &ElfInfo, addend: i64) -> Target {
-        let &(section, size, value) = match self {
-            Ok(at) => at,
-            Err(odd) => return odd.clone(),
-        };
-        // Inside the section only if the sum is in 0..size, and size is
-        // below 2^63 (the section lies in the file): where the i64 sum
-        // overflows, the location is outside whatever its true value.
-        match value.checked_add(addend).map(u64::try_from) {
-            Some(Ok(offset)) if offset < size => Target::At { section: section as u32, offset },
-            _ => Target::odd(Odd::Outside {
-                section: info.sections[section].name.clone(),
-                offset: i128::from(value) + i128::from(addend),
-            }),
-        }
+#[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite in the relocation walk")]
+#[inline(always)]
+fn place(base: &Base, info: &ElfInfo, addend: i64) -> Target {
+    let &(section, size, value) = match base {
+        Ok(at) => at,
+        Err(odd) => return odd.clone(),
+    };
+    // Inside the section only if the sum is in 0..size, and size is
+    // below 2^63 (the section lies in the file): where the i64 sum
+    // overflows, the location is outside whatever its true value.
+    match value.checked_add(addend).map(u64::try_from) {
+        Some(Ok(offset)) if offset < size => Target::At { section: section as u32, offset },
+        _ => Target::odd(Odd::Outside {
+            section: info.sections[section].name.clone(),
+            offset: i128::from(value) + i128::from(addend),
+        }),
     }
 }
 
@@ -1221,25 +1147,11 @@ pub struct TableSymbol {
     pub value: u64,
 }
 
-/// What a drop must move with the callsite table's words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TableSymbols {
-    /// The symbols defined in the table, all local and unrelocated against:
-    /// a drop moves them down with their words.
-    Movable(Vec<TableSymbol>),
-    /// Why a drop could not keep what points into the table right.
-    Pinned(String),
-}
-
-impl TableSymbols {
-    /// The symbols, or why they cannot move.
-    pub fn movable(self) -> Result<Vec<TableSymbol>, String> {
-        match self {
-            TableSymbols::Movable(symbols) => Ok(symbols),
-            TableSymbols::Pinned(why) => Err(why),
-        }
-    }
-}
+/// What a drop must move with the callsite table's words: the symbols
+/// defined in the table, all local and unrelocated against, which move
+/// down with their words; or why a drop could not keep what points into
+/// the table right.
+pub type TableSymbols = Result<Vec<TableSymbol>, String>;
 
 /// The symbols defined in the callsite table, for a drop, or why a drop
 /// could not keep what points into the table right: a symbol other modules
@@ -1276,7 +1188,7 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
             continue;
         }
         if sym.st_bind() != elf::STB_LOCAL {
-            return Ok(TableSymbols::Pinned(format!("symbol {} is defined in {} and is not local", index.0, cs.name)));
+            return Ok(Err(format!("symbol {} is defined in {} and is not local", index.0, cs.name)));
         }
         inside[index.0] = true;
         let value_field = symsec.offset + index.0 as u64 * symsec.entsize + value_at;
@@ -1288,10 +1200,10 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
         }
         let hits = relocation_symbols(data, info, &table, i, s)?;
         if hits.iter().any(|&sym| inside.get(sym as usize) == Some(&true)) {
-            return Ok(TableSymbols::Pinned(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
+            return Ok(Err(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
         }
     }
-    Ok(TableSymbols::Movable(out))
+    Ok(Ok(out))
 }
 
 /// The symbol index each relocation of section `i` (REL or RELA, `s`)
@@ -1404,9 +1316,11 @@ mod tests {
 
     #[test]
     fn vermagic_is_the_first_string_with_the_key_wherever_it_lies() {
+        // The NUL-separated strings, as the kernel's `get_modinfo()` reads them.
         let reference = |bytes: &[u8]| {
-            modinfo_strings(bytes)
-                .find_map(|(_, kv)| kv.strip_prefix(b"vermagic="))
+            bytes
+                .split(|&b| b == 0)
+                .find_map(|kv| kv.strip_prefix(b"vermagic="))
                 .map(|v| String::from_utf8_lossy(v).into_owned())
         };
         let mut found = 0;

@@ -329,7 +329,7 @@ fn decide_module(
         }
     };
     let entries = &extracted.callsite.entries;
-    let stripped = extracted.stripped_locals();
+    let stripped = extracted.local_functions == 0;
     // The index keeps the symbols: no copy of them.
     let symbols = SymbolIndex::from_vec(std::mem::take(&mut extracted.symbols), extracted.strings);
     let mut layout = Layout::for_rule(&info.sections, &symbols, rule);
@@ -478,12 +478,10 @@ fn removal_plan(
     dead: &[usize],
 ) -> Result<Result<Plan, String>, Error> {
     let symbols = match rule.neutraliser {
-        Neutraliser::Drop { .. } if !dead.is_empty() => {
-            match drop_symbols(image, info, rule, callsite, dead)?.movable() {
-                Ok(symbols) => Some(symbols),
-                Err(why) => return Ok(Err(why)),
-            }
-        }
+        Neutraliser::Drop { .. } if !dead.is_empty() => match drop_symbols(image, info, rule, callsite, dead)? {
+            Ok(symbols) => Some(symbols),
+            Err(why) => return Ok(Err(why)),
+        },
         _ => None,
     };
     let how = symbols.as_deref().map_or(plan::Removal::Zero, plan::Removal::Drop);
@@ -509,7 +507,7 @@ fn drop_symbols(
     for e in &callsite.entries {
         let at = dropped.partition_point(|&d| d + word <= e.word_offset);
         if dropped.get(at).is_some_and(|&d| d < e.word_offset + word && d != e.word_offset) {
-            return Ok(TableSymbols::Pinned(format!(
+            return Ok(Err(format!(
                 "the relocation at {:#x} of {} reaches into a word to drop; left unchanged",
                 e.word_offset, cs.name
             )));
@@ -518,22 +516,17 @@ fn drop_symbols(
     if cs.sh_type != object::elf::SHT_PROGBITS {
         // Shrinking a section of any other kind changes what it means to
         // every reader that knows that kind.
-        return Ok(TableSymbols::Pinned(format!(
-            "{} is not SHT_PROGBITS; a drop would shrink it; left unchanged",
-            cs.name
-        )));
+        return Ok(Err(format!("{} is not SHT_PROGBITS; a drop would shrink it; left unchanged", cs.name)));
     }
     if rule.empty_table_fails && count as u64 * info.word_size() == cs.size {
-        return Ok(TableSymbols::Pinned(format!(
+        return Ok(Err(format!(
             "dropping all {count} entries would empty {}, and the {} loader fails a module whose table is empty; \
              left unchanged",
             cs.name, rule.arch
         )));
     }
-    Ok(match elf::table_symbols(image, info, callsite)? {
-        TableSymbols::Pinned(why) => TableSymbols::Pinned(format!("{why}: a drop cannot move it; left unchanged")),
-        movable @ TableSymbols::Movable(_) => movable,
-    })
+    Ok(elf::table_symbols(image, info, callsite)?
+        .map_err(|why| format!("{why}: a drop cannot move it; left unchanged")))
 }
 
 fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> Finding {
@@ -606,7 +599,7 @@ mod tests {
             Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
         let callsite = info.alloc_section(rule.section).unwrap();
         let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().unwrap();
-        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().movable().unwrap_err();
+        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
         assert!(why.contains("would empty __mcount_loc") && why.contains("s390"), "{why}");
         let mut warnings = Vec::new();
         let decided = decide_module(&data, &info, &rule, &Options::default(), &mut warnings).unwrap();
@@ -614,10 +607,7 @@ mod tests {
         assert_eq!(warnings, [why]);
         // Without that loader fact the same drop would go ahead.
         assert!(
-            drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0])
-                .unwrap()
-                .movable()
-                .is_ok()
+            drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok()
         );
     }
 }

@@ -81,8 +81,8 @@ pub fn tool_decide(
 pub fn tool_plan(image: &[u8], info: &ElfInfo, rule: &Rule, x: &Extracted<'_>, zero: &[usize]) -> Res<Plan> {
     let symbols = match rule.neutraliser {
         Neutraliser::Drop { .. } if !zero.is_empty() => match elf::table_symbols(image, info, &x.callsite)? {
-            elf::TableSymbols::Movable(symbols) => Some(symbols),
-            elf::TableSymbols::Pinned(_) => return Ok(Plan::default()),
+            Ok(symbols) => Some(symbols),
+            Err(_) => return Ok(Plan::default()),
         },
         _ => None,
     };
