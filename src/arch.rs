@@ -33,8 +33,6 @@
 
 #![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
-use std::fmt;
-
 use object::elf;
 
 use crate::elf::{ElfInfo, RelocShape};
@@ -469,56 +467,30 @@ pub enum Scope {
 
 /// Why the kernel does not validate a module's records, or why we cannot
 /// tell that it does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoRule {
     /// A machine (or class) no row knows.
-    UnknownMachine {
-        machine: u16,
-        is_64: bool,
-    },
+    #[error("e_machine {machine} ({bits}-bit): not an architecture whose kernel checks ftrace callsites")]
+    UnknownMachine { machine: u16, bits: u8 },
     /// An arch whose kernel does not define `FTRACE_MCOUNT_MAX_OFFSET`.
+    #[error("{0}: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET here, so it keeps weak callsites")]
     NoMaxOffset(Arch),
+    #[error("CONFIG_DYNAMIC_FTRACE is off: the kernel ignores the callsite table")]
     DynamicFtraceOff,
+    #[error("no vermagic in .modinfo: cannot tell which kernel this module is for")]
     NoVermagic,
+    #[error("cannot read the kernel release in vermagic {0:?}")]
     BadRelease(String),
     /// A kernel older than every row of its arch; `lacks` says what it lacks.
-    TooOld {
-        kernel: Release,
-        lacks: &'static str,
-    },
+    #[error("kernel {kernel} {lacks}")]
+    TooOld { kernel: Release, lacks: &'static str },
+    #[error("ppc64 ELFv1: the kernel does not check weak callsites")]
     PpcElfV1,
+    #[error("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")]
     PpcPlainPg,
     /// ppc, `--section __mcount_loc`, no config.
+    #[error("ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig")]
     PpcMcountSection,
-}
-
-impl fmt::Display for NoRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NoRule::UnknownMachine { machine, is_64 } => write!(
-                f,
-                "e_machine {machine} ({}-bit): not an architecture whose kernel checks ftrace callsites",
-                if *is_64 { 64 } else { 32 }
-            ),
-            NoRule::NoMaxOffset(arch) => write!(
-                f,
-                "{arch}: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET here, so it keeps weak callsites"
-            ),
-            NoRule::DynamicFtraceOff => {
-                f.write_str("CONFIG_DYNAMIC_FTRACE is off: the kernel ignores the callsite table")
-            }
-            NoRule::NoVermagic => f.write_str("no vermagic in .modinfo: cannot tell which kernel this module is for"),
-            NoRule::BadRelease(vermagic) => write!(f, "cannot read the kernel release in vermagic {vermagic:?}"),
-            NoRule::TooOld { kernel, lacks } => write!(f, "kernel {kernel} {lacks}"),
-            NoRule::PpcElfV1 => f.write_str("ppc64 ELFv1: the kernel does not check weak callsites"),
-            NoRule::PpcPlainPg => {
-                f.write_str("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")
-            }
-            NoRule::PpcMcountSection => f.write_str(
-                "ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig",
-            ),
-        }
-    }
 }
 
 /// User overrides from the command line.
@@ -551,7 +523,7 @@ impl From<NoRule> for Picked {
 /// The row for this module's arch and kernel, and the rule it gives.
 fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule), Picked> {
     let arch = Arch::from_elf(info.machine, info.is_64)
-        .ok_or(NoRule::UnknownMachine { machine: info.machine, is_64: info.is_64 })?;
+        .ok_or(NoRule::UnknownMachine { machine: info.machine, bits: if info.is_64 { 64 } else { 32 } })?;
     let facts = ARCHES.iter().find(|a| a.arch == arch).ok_or(NoRule::NoMaxOffset(arch))?;
     if let Some(c) = config {
         // A config from another arch has none of this arch's facts: that
