@@ -502,47 +502,23 @@ pub const JSON_FORMAT_VERSION: u32 = 1;
 /// The module's `--format=json` object, on one line (docs/report-format.md).
 #[must_use]
 pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> String {
+    // An error object has every key, each null or empty.
+    let a = result.as_ref().ok();
+    let r = a.map(|a| &a.report);
+    let status = match a.map(|a| &a.outcome) {
+        None => "error",
+        Some(Outcome::Changed { .. }) if check => "would_change",
+        Some(Outcome::Changed { .. }) => "changed",
+        Some(Outcome::Unchanged) => "unchanged",
+        Some(Outcome::Skipped(..)) => "skipped",
+    };
     let mut o = Json::object();
     o.field("file", &Json::str(shown));
-    let a = match result {
-        Ok(a) => a,
-        Err(e) => {
-            o.field("status", &Json::str("error"));
-            o.field("signed", "null");
-            o.field("error", &Json::str(&e.to_string()));
-            for key in [
-                "reason",
-                "arch",
-                "section",
-                "rule",
-                "max_offset",
-                "in_function_before",
-                "neutraliser",
-                "entries",
-                "weak",
-                "doubt",
-            ] {
-                o.field(key, "null");
-            }
-            for key in ["findings", "at_risk", "at_risk_after", "warnings", "notes"] {
-                o.field(key, "[]");
-            }
-            o.field("format_version", &JSON_FORMAT_VERSION.to_string());
-            return o.close();
-        }
-    };
-    let r = &a.report;
-    let status = match (&a.outcome, check) {
-        (Outcome::Changed { .. }, true) => "would_change",
-        (Outcome::Changed { .. }, false) => "changed",
-        (Outcome::Unchanged, _) => "unchanged",
-        (Outcome::Skipped(..), _) => "skipped",
-    };
     o.field("status", &Json::str(status));
-    o.field("signed", if r.signed { "true" } else { "false" });
-    o.field("error", "null");
-    o.field("reason", &r.nothing.as_deref().map_or("null".into(), Json::str));
-    let rule = r.rule.as_ref();
+    o.field("signed", &r.map_or("null".into(), |r| r.signed.to_string()));
+    o.field("error", &result.as_ref().err().map_or("null".into(), |e| Json::str(&e.to_string())));
+    o.field("reason", &r.and_then(|r| r.nothing.as_deref()).map_or("null".into(), Json::str));
+    let rule = r.and_then(|r| r.rule.as_ref());
     o.field("arch", &rule.map_or("null".into(), |x| Json::str(x.arch.name())));
     o.field("section", &rule.map_or("null".into(), |x| Json::str(x.section)));
     o.field(
@@ -560,15 +536,18 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     );
     o.field("in_function_before", &rule.and_then(in_function_before).map_or("null".into(), |n| n.to_string()));
     o.field("neutraliser", &rule.map_or("null".into(), |x| Json::str(verb(x.neutraliser))));
-    o.field("entries", &r.counts.map_or("null".into(), |c| c.entries.to_string()));
-    o.field("weak", &r.counts.map_or("null".into(), |c| c.weak.to_string()));
-    o.field("doubt", &r.counts.map_or("null".into(), |c| c.doubt.to_string()));
-    let findings: Vec<String> = r.findings.iter().map(|f| json_finding(rule, f)).collect();
+    let counts = r.and_then(|r| r.counts);
+    o.field("entries", &counts.map_or("null".into(), |c| c.entries.to_string()));
+    o.field("weak", &counts.map_or("null".into(), |c| c.weak.to_string()));
+    o.field("doubt", &counts.map_or("null".into(), |c| c.doubt.to_string()));
+    let findings: Vec<String> = r.map_or(&[][..], |r| &r.findings).iter().map(|f| json_finding(rule, f)).collect();
     o.field("findings", &Json::array(&findings));
-    o.field("at_risk", &json_at_risk(&r.at_risk));
-    o.field("at_risk_after", &json_at_risk(&r.at_risk_after));
-    o.field("warnings", &Json::array(&a.warnings.iter().map(|w| Json::str(w)).collect::<Vec<_>>()));
-    o.field("notes", &Json::array(&a.notes.iter().map(|n| Json::str(n)).collect::<Vec<_>>()));
+    o.field("at_risk", &json_at_risk(r.map_or(&[], |r| &r.at_risk)));
+    o.field("at_risk_after", &json_at_risk(r.map_or(&[], |r| &r.at_risk_after)));
+    let strings =
+        |list: Option<&Vec<String>>| Json::array(&list.into_iter().flatten().map(|w| Json::str(w)).collect::<Vec<_>>());
+    o.field("warnings", &strings(a.map(|a| &a.warnings)));
+    o.field("notes", &strings(a.map(|a| &a.notes)));
     o.field("format_version", &JSON_FORMAT_VERSION.to_string());
     o.close()
 }
