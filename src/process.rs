@@ -160,11 +160,11 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 
     let info = elf::parse_info(image)?;
     warnings.extend(opts.kconfig.as_ref().and_then(|c| other_release(c, &info)));
-    let decided = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::NoRule(why) => Decided::left(LeftAlone::NoRule, why.to_string()),
+    let mut analysis = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
+        Scope::NoRule(why) => Analysis::nothing(Some(LeftAlone::NoRule), why.to_string()),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
     };
-    let mut analysis = decided.finish(warnings);
+    analysis.warnings = warnings;
     analysis.report.signed = signed_len.is_some();
     match signed_len {
         Some(len) => signed(analysis, len as u64, opts.signed, opts.check),
@@ -230,53 +230,32 @@ pub const COMPRESSED_ADVICE: &str =
 impl Analysis {
     #[must_use]
     pub fn skipped(kind: LeftAlone, reason: String, warnings: Vec<String>) -> Analysis {
-        Analysis {
-            plan: Plan::default(),
-            report: Report::nothing(reason.clone()),
-            outcome: Outcome::Skipped(kind, reason),
-            warnings,
-            notes: Vec::new(),
-        }
-    }
-}
-
-/// What deciding the entries found, before the signature is settled;
-/// [`Decided::finish`] builds the outcome from it once.
-struct Decided {
-    /// The writes that neutralise entries.
-    plan: Plan,
-    neutralised: usize,
-    /// Left alone on purpose, and why.
-    left: Option<(LeftAlone, String)>,
-    report: Report,
-}
-
-impl Decided {
-    fn unchanged(reason: &str) -> Decided {
-        Decided { plan: Plan::default(), neutralised: 0, left: None, report: Report::nothing(reason.to_string()) }
+        Analysis { warnings, ..Analysis::nothing(Some(kind), reason) }
     }
 
-    fn left(kind: LeftAlone, reason: String) -> Decided {
-        let base = Decided::unchanged(&reason);
-        Decided { left: Some((kind, reason)), ..base }
+    /// Nothing to write, for this reason: left alone on purpose (`kind`),
+    /// or with nothing to do.
+    fn nothing(kind: Option<LeftAlone>, reason: String) -> Analysis {
+        let report = Report::nothing(reason.clone());
+        let outcome = kind.map_or(Outcome::Unchanged, |kind| Outcome::Skipped(kind, reason));
+        Analysis { outcome, ..Analysis::planned(Plan::default(), 0, report) }
     }
 
-    /// With what was learnt of the module before it was left alone.
-    fn with(self, rule: &Rule, report: Report) -> Decided {
-        let nothing = self.report.nothing;
-        Decided { report: Report { rule: Some(facts(rule)), nothing, ..report }, ..self }
-    }
-
-    fn finish(self, warnings: Vec<String>) -> Analysis {
-        let Decided { plan, neutralised, left, report } = self;
+    /// `plan`'s writes, which neutralise that many entries; the warnings
+    /// and the signature are settled by the caller.
+    fn planned(plan: Plan, neutralised: usize, report: Report) -> Analysis {
         let outcome = if neutralised > 0 {
             Outcome::Changed { neutralised, stripped: false, signed: false }
-        } else if let Some((kind, why)) = left {
-            Outcome::Skipped(kind, why)
         } else {
             Outcome::Unchanged
         };
-        Analysis { plan, outcome, report, warnings, notes: Vec::new() }
+        Analysis { plan, outcome, report, warnings: Vec::new(), notes: Vec::new() }
+    }
+
+    /// With what was learnt of the module before it was left alone.
+    fn with(self, rule: &Rule, report: Report) -> Analysis {
+        let nothing = self.report.nothing;
+        Analysis { report: Report { rule: Some(facts(rule)), nothing, ..report }, ..self }
     }
 }
 
@@ -286,7 +265,7 @@ fn decide_module(
     rule: &Rule,
     opts: &Options,
     warnings: &mut Vec<String>,
-) -> Result<Decided, Error> {
+) -> Result<Analysis, Error> {
     if let Some(kernel) = rule.unread_release {
         let (major, minor) = crate::release::READ_THROUGH;
         warnings.push(format!(
@@ -298,7 +277,7 @@ fn decide_module(
     // No table, or one the loader relocates nothing in: the kernel builds
     // no record, so there is nothing it could reject.
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Decided::unchanged(&format!("no {} section", rule.section)).with(rule, bare));
+        return Ok(Analysis::nothing(None, format!("no {} section", rule.section)).with(rule, bare));
     };
     // Most modules have no dead entry, and the offset rule can say so as
     // the module is read, keeping nothing: then there is nothing more to
@@ -316,16 +295,16 @@ fn decide_module(
             "the answer while reading keeps what the full decision does not"
         );
         let report = Report { rule: Some(facts(rule)), counts: Some(counts), ..Report::default() };
-        return Ok(Decided { plan: Plan::default(), neutralised: 0, left: None, report });
+        return Ok(Analysis::planned(Plan::default(), 0, report));
     }
     let mut extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
-            return Ok(Decided::unchanged(&why).with(rule, bare));
+            return Ok(Analysis::nothing(None, why).with(rule, bare));
         }
         Extraction::Unsupported(why) => {
             warnings.push(why.clone());
-            return Ok(Decided::left(LeftAlone::NoRule, why).with(rule, bare));
+            return Ok(Analysis::nothing(Some(LeftAlone::NoRule), why).with(rule, bare));
         }
     };
     let entries = &extracted.callsite.entries;
@@ -378,10 +357,10 @@ fn decide_module(
             warnings.push(why.clone());
             // Left as it is: what is at risk stays so.
             report.at_risk_after.clone_from(&report.at_risk);
-            return Ok(Decided::left(LeftAlone::NoRule, why).with(rule, report));
+            return Ok(Analysis::nothing(Some(LeftAlone::NoRule), why).with(rule, report));
         }
     };
-    Ok(Decided { plan, neutralised: dead.len(), left: None, report })
+    Ok(Analysis::planned(plan, dead.len(), report))
 }
 
 /// The functions at risk before processing ([`risk::at_risk`]). Only a
@@ -603,7 +582,7 @@ mod tests {
         assert!(why.contains("would empty __mcount_loc") && why.contains("s390"), "{why}");
         let mut warnings = Vec::new();
         let decided = decide_module(&data, &info, &rule, &Options::default(), &mut warnings).unwrap();
-        assert!(decided.plan.is_empty() && matches!(decided.left, Some((LeftAlone::NoRule, _))));
+        assert!(decided.plan.is_empty() && matches!(decided.outcome, Outcome::Skipped(LeftAlone::NoRule, _)));
         assert_eq!(warnings, [why]);
         // Without that loader fact the same drop would go ahead.
         assert!(
