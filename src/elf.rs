@@ -830,7 +830,11 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
         // does finding two relocations on one word need a sort.
         let mut ascending = true;
         let mut previous: Option<u64> = None;
-        let mut resolved = Resolved::default();
+        // The last relocation symbol resolved: callsite relocations name
+        // the same few symbols (the section symbol of `.text`, mostly)
+        // thousands of times, and what a symbol resolves to does not
+        // depend on the addend.
+        let mut last: Option<(u32, Base)> = None;
         for (i, r) in relocs.enumerate() {
             let r_offset = r.offset;
             if r_offset >= cs.size || cs.size - r_offset < word {
@@ -863,9 +867,13 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
                     // The x86_64 loader refuses to relocate a non-zero word; we
                     // do not guess what such a module means.
                     Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
-                    // REL: the addend is the word itself, read as signed.
                     addend => {
-                        place(resolved.get(symtab, info, r.r_sym), info, addend.unwrap_or(info.signed_word(word_value)))
+                        if last.as_ref().is_none_or(|&(s, _)| s != r.r_sym) {
+                            last = Some((r.r_sym, resolve_symbol(symtab, info, r.r_sym)));
+                        }
+                        let base = &last.as_ref().expect("just set").1;
+                        // REL: the addend is the word itself, read as signed.
+                        place(base, info, addend.unwrap_or_else(|| info.signed_word(word_value)))
                     }
                 }
             };
@@ -882,40 +890,16 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
     }
 }
 
-/// The last relocation symbol resolved: callsite relocations name the
-/// same few symbols (the section symbol of `.text`, mostly) thousands of
-/// times, and what a symbol resolves to does not depend on the addend.
-#[derive(Default)]
-struct Resolved {
-    last: Option<(u32, Base)>,
-}
-
 /// A relocation symbol's section (with that section's size, so that
 /// placing a location needs no look at the section table) and value, or
 /// why it cannot be a callsite's.
 type Base = Result<(usize, u64, i64), Target>;
 
-impl Resolved {
-    // Called once per callsite, in the relocation walk, where a call's
-    // spills and reloads would outweigh its work; the compiler leaves it
-    // out of line unless told.
-    #[allow(clippy::inline_always, reason = "once per callsite in the relocation walk: see above")]
-    #[inline(always)]
-    fn get<Elf: FileHeader<Endian = Endianness>>(
-        &mut self,
-        symtab: &SymbolTable<'_, Elf>,
-        info: &ElfInfo,
-        r_sym: u32,
-    ) -> &Base {
-        if self.last.as_ref().is_none_or(|(s, _)| *s != r_sym) {
-            self.last = Some((r_sym, resolve_symbol(symtab, info, r_sym)));
-        }
-        &self.last.as_ref().expect("just set").1
-    }
-}
-
 /// Where `symbol + addend` lands, given what the symbol resolved to.
-#[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite in the relocation walk")]
+// Called once per callsite, in the relocation walk, where a call's spills
+// and reloads would outweigh its work; the compiler leaves it out of line
+// unless told.
+#[allow(clippy::inline_always, reason = "once per callsite in the relocation walk: see above")]
 #[inline(always)]
 fn place(base: &Base, info: &ElfInfo, addend: i64) -> Target {
     let &(section, size, value) = match base {
@@ -995,16 +979,16 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>, V: Visit>(
         symtab.symbol_section(info.endian(), sym, object::SymbolIndex(index)).ok().flatten().map(|s| s.0)
     };
     let exec: Vec<bool> = info.sections.iter().map(Section::is_alloc_exec).collect();
-    let walk = Walk { exec: &exec, strings, mapping };
     // The same bytes, read as symbols of a byte order known at compile
     // time: the walk then tests no byte order per field. Aligned as
     // `object` checked them, since the types differ in that order only.
     let bytes = object::pod::bytes_of_slice(symtab.symbols());
     let cast = |()| malformed("symbol table");
     macro_rules! walk {
-        ($t:ty, $e:expr) => {
-            walk.run(object::pod::slice_from_all_bytes::<$t>(bytes).map_err(cast)?, $e, xindex, visit)
-        };
+        ($t:ty, $e:expr) => {{
+            let symbols = object::pod::slice_from_all_bytes::<$t>(bytes).map_err(cast)?;
+            walk_symbols(symbols, $e, &exec, strings, mapping, xindex, visit)
+        }};
     }
     match (info.is_64, info.big_endian) {
         (true, false) => walk!(Sym64<Le>, Le),
@@ -1014,60 +998,54 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>, V: Visit>(
     }
 }
 
-/// One pass over the symbol table for [`lookup_symbols`].
-struct Walk<'w> {
-    /// By section index: allocated executable code.
-    exec: &'w [bool],
-    strings: &'w [u8],
+/// One pass over the symbol table for [`lookup_symbols`]; `exec` says by
+/// section index which sections are allocated executable code.
+fn walk_symbols<S: Sym, V: Visit>(
+    symbols: &[S],
+    endian: S::Endian,
+    exec: &[bool],
+    strings: &[u8],
     mapping: Mapping,
-}
-
-impl Walk<'_> {
-    fn run<S: Sym, V: Visit>(
-        &self,
-        symbols: &[S],
-        endian: S::Endian,
-        xindex: impl Fn(usize) -> Option<usize>,
-        visit: &mut V,
-    ) -> Result<(usize, bool), Error> {
-        let mut local_functions = 0;
-        for (index, sym) in symbols.iter().enumerate().skip(1) {
-            if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
-                local_functions += 1;
+    xindex: impl Fn(usize) -> Option<usize>,
+    visit: &mut V,
+) -> Result<(usize, bool), Error> {
+    let mut local_functions = 0;
+    for (index, sym) in symbols.iter().enumerate().skip(1) {
+        if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
+            local_functions += 1;
+        }
+        let shndx = sym.st_shndx(endian);
+        if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
+            continue;
+        }
+        let name = sym.st_name(endian);
+        if name as usize >= strings.len() {
+            return Err(malformed(format!("symbol {index} has a bad name offset")));
+        }
+        let section = if shndx == elf::SHN_XINDEX {
+            match xindex(index) {
+                Some(s) => s,
+                None => continue,
             }
-            let shndx = sym.st_shndx(endian);
-            if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
-                continue;
-            }
-            let name = sym.st_name(endian);
-            if name as usize >= self.strings.len() {
-                return Err(malformed(format!("symbol {index} has a bad name offset")));
-            }
-            let section = if shndx == elf::SHN_XINDEX {
-                match xindex(index) {
-                    Some(s) => s,
-                    None => continue,
-                }
-            } else {
-                usize::from(shndx)
-            };
-            // Outside code: skipped whatever its name, which is not read.
-            if self.exec.get(section) != Some(&true) {
-                continue;
-            }
-            // The table ends with a NUL, so the first three bytes decide.
-            let head = &self.strings[name as usize..];
-            let head = &head[..head.len().min(3)];
-            if head[0] != 0 && !self.mapping.skips(head) {
-                let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
-                let value = sym.st_value(endian).into();
-                if visit.symbol(LookupSymbol { section: section as u32, value, name, size }).is_break() {
-                    return Ok((local_functions, true));
-                }
+        } else {
+            usize::from(shndx)
+        };
+        // Outside code: skipped whatever its name, which is not read.
+        if exec.get(section) != Some(&true) {
+            continue;
+        }
+        // The table ends with a NUL, so the first three bytes decide.
+        let head = &strings[name as usize..];
+        let head = &head[..head.len().min(3)];
+        if head[0] != 0 && !mapping.skips(head) {
+            let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
+            let value = sym.st_value(endian).into();
+            if visit.symbol(LookupSymbol { section: section as u32, value, name, size }).is_break() {
+                return Ok((local_functions, true));
             }
         }
-        Ok((local_functions, false))
     }
+    Ok((local_functions, false))
 }
 
 /// The symbol table's string table, which must end with a NUL so that
