@@ -143,8 +143,7 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 /// What the tree summary calls modules left alone for this reason.
-#[must_use]
-pub fn left_alone(kind: LeftAlone) -> &'static str {
+fn left_alone(kind: LeftAlone) -> &'static str {
     match kind {
         LeftAlone::Signed => "signed",
         LeftAlone::Compressed => "compressed",

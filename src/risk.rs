@@ -33,8 +33,7 @@ pub struct Place {
 /// region takes its sections in section-header order, each one starting at
 /// the next multiple of its `sh_addralign`. `None` for a section that is
 /// not allocated executable code. Also returns each region's size.
-#[must_use]
-pub fn lay_out(sections: &[Section], region: impl Fn(&str) -> Region) -> (Vec<Option<Place>>, [u64; 2]) {
+fn lay_out(sections: &[Section], region: impl Fn(&str) -> Region) -> (Vec<Option<Place>>, [u64; 2]) {
     let mut size = [0u64; 2];
     let places = sections
         .iter()
@@ -142,7 +141,7 @@ pub fn by_function(list: &[AtRisk]) -> impl Iterator<Item = &[AtRisk]> {
 type At = (Region, u64);
 
 impl<'s, 'a> Module<'s, 'a> {
-    /// The module's text as [`lay_out`] places it, `region` naming each
+    /// The module's text as `lay_out` places it, `region` naming each
     /// section's region; `insn` and `lead` as the fields say.
     #[must_use]
     pub fn new(
