@@ -8,7 +8,7 @@
 use crate::arch::{self, Overrides, Scope};
 use crate::compress::Format;
 use crate::decide::{self, Layout, Stripped, SymbolIndex, Verdict};
-use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbols, Target};
+use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::kept;
@@ -456,32 +456,15 @@ fn removal_plan(
     callsite: &Callsite,
     dead: &[usize],
 ) -> Result<Result<Plan, String>, Error> {
-    let symbols = match rule.neutraliser {
-        Neutraliser::Drop { .. } if !dead.is_empty() => match drop_symbols(image, info, rule, callsite, dead)? {
-            Ok(symbols) => Some(symbols),
-            Err(why) => return Ok(Err(why)),
-        },
-        _ => None,
-    };
-    let how = symbols.as_deref().map_or(plan::Removal::Zero, plan::Removal::Drop);
-    Plan::new(image, info, callsite, dead, how).map(Ok)
-}
-
-/// The symbols defined in the table, for a drop, or why this module stays
-/// as it is.
-fn drop_symbols(
-    image: &[u8],
-    info: &ElfInfo,
-    rule: &Rule,
-    callsite: &Callsite,
-    chosen: &[usize],
-) -> Result<TableSymbols, Error> {
+    if rule.neutraliser == Neutraliser::Zero || dead.is_empty() {
+        return Plan::new(image, info, callsite, dead, plan::Removal::Zero).map(Ok);
+    }
     let cs = &info.sections[callsite.section];
-    let count = chosen.len();
+    let count = dead.len();
     // A kept relocation whose bytes reach into a dropped word (an unaligned
     // one, kept for doubt) would be cut in two by the move.
     let word = info.word_size();
-    let mut dropped: Vec<u64> = chosen.iter().map(|&e| callsite.entries[e].word_offset).collect();
+    let mut dropped: Vec<u64> = dead.iter().map(|&e| callsite.entries[e].word_offset).collect();
     dropped.sort_unstable();
     for e in &callsite.entries {
         let at = dropped.partition_point(|&d| d + word <= e.word_offset);
@@ -497,15 +480,17 @@ fn drop_symbols(
         // every reader that knows that kind.
         return Ok(Err(format!("{} is not SHT_PROGBITS; a drop would shrink it; left unchanged", cs.name)));
     }
-    if rule.empty_table_fails && count as u64 * info.word_size() == cs.size {
+    if rule.empty_table_fails && count as u64 * word == cs.size {
         return Ok(Err(format!(
             "dropping all {count} entries would empty {}, and the {} loader fails a module whose table is empty; \
              left unchanged",
             cs.name, rule.arch
         )));
     }
-    Ok(elf::table_symbols(image, info, callsite)?
-        .map_err(|why| format!("{why}: a drop cannot move it; left unchanged")))
+    match elf::table_symbols(image, info, callsite)? {
+        Ok(symbols) => Plan::new(image, info, callsite, dead, plan::Removal::Drop(&symbols)).map(Ok),
+        Err(why) => Ok(Err(format!("{why}: a drop cannot move it; left unchanged"))),
+    }
 }
 
 fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> Finding {
@@ -578,7 +563,7 @@ mod tests {
             Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
         let callsite = info.alloc_section(rule.section).unwrap();
         let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().unwrap();
-        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
+        let why = removal_plan(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
         assert!(why.contains("would empty __mcount_loc") && why.contains("s390"), "{why}");
         let mut warnings = Vec::new();
         let decided = decide_module(&data, &info, &rule, &Options::default(), &mut warnings).unwrap();
@@ -586,7 +571,7 @@ mod tests {
         assert_eq!(warnings, [why]);
         // Without that loader fact the same drop would go ahead.
         assert!(
-            drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok()
+            removal_plan(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok()
         );
     }
 }
