@@ -448,17 +448,17 @@ fn finding(rule: &RuleFacts, f: &Finding) -> Option<String> {
             };
             format!("{verb} {} ({before}{missed})", location(l))
         }
-        Finding::Doubt { location: l, why } => format!("keep {}: {}", location(l), doubt(why)),
+        Finding::Doubt { location: l, why } => format!("keep {}: {}", location(l), doubt(why, rule.max_offset)),
     })
 }
 
-/// Why an entry is kept although no symbol explains it.
-#[must_use]
-pub fn doubt(d: &Doubt) -> String {
+/// Why an entry is kept although no symbol explains it, under a rule of
+/// max offset `max`.
+fn doubt(d: &Doubt, max: u64) -> String {
     match d {
         Doubt::Odd(odd) => odd.to_string(),
         Doubt::PastEnd { ip } => format!("record ip {ip:#x} lies past the end of its section"),
-        Doubt::Preceded { max, by } => {
+        Doubt::Preceded { by } => {
             format!("within {max} bytes of its section's start, and {by} precedes it in the same memory region")
         }
         Doubt::Overhang { symbol, section } => {
@@ -473,7 +473,7 @@ pub fn doubt(d: &Doubt) -> String {
         Doubt::Stripped(Stripped::OnlyRelocated) => "in no sized function, but every local symbol left is one a \
              relocation names (stripped with --strip-unneeded?): a static function may have lost its own"
             .into(),
-        Doubt::RegionStart { max } => format!(
+        Doubt::RegionStart => format!(
             "within {max} bytes of its memory region's start, and this kernel's symbol lookup is not bounded by \
              the region"
         ),
@@ -574,7 +574,7 @@ fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
         Finding::Weak { symbol, distance, .. } => {
             ("weak", rule.map(|r| verb(r.neutraliser)), Some(*distance), symbol.as_deref(), None)
         }
-        Finding::Doubt { why, .. } => ("doubt", None, None, None, Some(doubt(why))),
+        Finding::Doubt { why, .. } => ("doubt", None, None, None, Some(doubt(why, rule.map_or(0, |r| r.max_offset)))),
     };
     // Which rule found a dead entry, and what a kernel that loads the
     // module as it is does with its record.
