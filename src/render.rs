@@ -520,20 +520,17 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     let rule = r.and_then(|r| r.rule.as_ref());
     o.field("arch", &rule.map_or("null".into(), |x| Json::str(x.arch.name())));
     o.field("section", &rule.map_or("null".into(), |x| Json::str(x.section)));
-    o.field(
-        "rule",
-        &rule.map_or("null".into(), |x| {
-            Json::str(match x.criterion {
-                Criterion::MaxOffset => "max_offset",
-                Criterion::Contains { .. } => "in_function",
-            })
-        }),
-    );
-    o.field(
-        "max_offset",
-        &rule.filter(|x| x.criterion == Criterion::MaxOffset).map_or("null".into(), |x| x.max_offset.to_string()),
-    );
-    o.field("in_function_before", &rule.and_then(in_function_before).map_or("null".into(), |n| n.to_string()));
+    // The rule's name and its number: `FTRACE_MCOUNT_MAX_OFFSET`, or how
+    // many bytes ahead of a function symbol still count as inside it (the
+    // summary line's "up to N bytes before it").
+    let (name, max_offset, before) = match rule.map(|x| (x.criterion, x.max_offset)) {
+        None => ("null".into(), None, None),
+        Some((Criterion::MaxOffset, max)) => (Json::str("max_offset"), Some(max), None),
+        Some((Criterion::Contains { before }, _)) => (Json::str("in_function"), None, Some(before)),
+    };
+    o.field("rule", &name);
+    o.field("max_offset", &max_offset.map_or("null".into(), |n| n.to_string()));
+    o.field("in_function_before", &before.map_or("null".into(), |n| n.to_string()));
     o.field("neutraliser", &rule.map_or("null".into(), |x| Json::str(verb(x.neutraliser))));
     let counts = r.and_then(|r| r.counts);
     o.field("entries", &counts.map_or("null".into(), |c| c.entries.to_string()));
@@ -549,17 +546,6 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     o.field("notes", &strings(a.map(|a| &a.notes)));
     o.field("format_version", &JSON_FORMAT_VERSION.to_string());
     o.close()
-}
-
-/// Under the `in_function` rule, how many bytes ahead of a function symbol
-/// still count as inside it (the `before` of [`Criterion::Contains`]): the
-/// JSON report's `in_function_before`, the N of the summary line's "up to N
-/// bytes before it".
-fn in_function_before(rule: &RuleFacts) -> Option<u64> {
-    match rule.criterion {
-        Criterion::MaxOffset => None,
-        Criterion::Contains { before } => Some(before),
-    }
 }
 
 fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
