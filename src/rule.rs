@@ -149,7 +149,7 @@ impl fmt::Display for Arch {
 /// A kernel release with its stable patch level, as `vermagic` names it.
 ///
 /// The patch level matters: stable kernels take fixes that change whether
-/// zeroing is safe (see [`crate::release::skips_zero_before_adjust`]). A release string
+/// zeroing is safe (see [`crate::release::KernelFacts`]). A release string
 /// that hides it, as Debian bookworm's `6.1.0-57-amd64` does, reads as
 /// patch 0: the oldest kernel of its line, which is the careful reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
