@@ -150,12 +150,6 @@ pub struct Row {
     pub table_needs_config: bool,
 }
 
-impl Row {
-    fn holds_for(&self, kernel: Release) -> bool {
-        kernel >= self.since && self.until.is_none_or(|until| kernel < until)
-    }
-}
-
 const fn row(arch: Arch, since: Release, until: Option<Release>, criterion: Criterion, choose: Choose) -> Row {
     Row { arch, since, until, criterion, choose, init_in_core: false, table_needs_config: false }
 }
@@ -553,7 +547,7 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
     let kernel = Release::from_vermagic(vermagic).ok_or_else(|| NoRule::BadRelease(vermagic.to_string()))?;
     let row = ROWS
         .iter()
-        .find(|r| r.arch == arch && r.holds_for(kernel))
+        .find(|r| r.arch == arch && kernel >= r.since && r.until.is_none_or(|until| kernel < until))
         .ok_or(NoRule::TooOld { kernel, lacks: facts.older })?;
     let choice = row.choose.choice(Ctx { image, info, config })?;
     let release = KernelFacts::of(kernel);
