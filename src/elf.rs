@@ -217,12 +217,6 @@ impl Mapping {
     }
 }
 
-/// 7.2's mapping symbols (`is_mapping_symbol()`).
-#[must_use]
-pub fn is_mapping_symbol(name: &[u8]) -> bool {
-    Mapping::All.skips(name)
-}
-
 /// Where a callsite relocation points, or why we cannot trust it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -566,18 +560,16 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
         }
         out.push(s);
     }
-    let shoff: u64 = header.e_shoff(endian).into();
-    let info = ElfInfo {
+    Ok(ElfInfo {
         is_64: header.is_type_64(),
         big_endian: endian == Endianness::Big,
         machine: header.e_machine(endian),
         e_flags: header.e_flags(endian),
-        shoff,
+        shoff: header.e_shoff(endian).into(),
         shentsize,
         vermagic: vermagic(data, &out),
         sections: out,
-    };
-    Ok(info)
+    })
 }
 
 /// `.modinfo` holds NUL-separated `key=value` strings; modpost always adds
@@ -1283,7 +1275,7 @@ fn only_relocated_locals_generic<Elf: FileHeader<Endian = Endianness>>(
             && !matches!(sym.st_type(), elf::STT_SECTION | elf::STT_FILE)
             && !named[index.0]
             && head.first().is_some_and(|&c| c != 0)
-            && !is_mapping_symbol(head)
+            && !Mapping::All.skips(head)
     });
     Ok(!unnamed)
 }

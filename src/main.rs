@@ -70,7 +70,8 @@ fn run() -> u8 {
     // the cgroup's files, which costs more than a small module's work.
     let jobs = if files.len() > 1 { cli.jobs.unwrap_or_else(walk::default_jobs) } else { 1 };
     let total = files.len();
-    let mut progress = (tree && std::io::stderr().is_terminal()).then(|| Progress::new(total));
+    let mut progress =
+        (tree && std::io::stderr().is_terminal()).then(|| Progress { total, shown: (0, Instant::now()), drawn: false });
     let mut tally = Tally::default();
     let done = walk::parallel(
         &files,
@@ -169,10 +170,6 @@ struct Progress {
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 impl Progress {
-    fn new(total: usize) -> Progress {
-        Progress { total, shown: (0, Instant::now()), drawn: false }
-    }
-
     fn done(&mut self, n: usize) {
         let now = Instant::now();
         if n > self.shown.0 && now.duration_since(self.shown.1) >= PROGRESS_EVERY {
