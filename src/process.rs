@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::kept;
 use crate::plan::{self, Plan};
-use crate::report::{Counts, Finding, Location, Report, RuleFacts};
+use crate::report::{Counts, Finding, Location, Report};
 use crate::risk::{self, AtRisk, Record};
 use crate::rule::{Adjust, Input, Neutraliser, PatchSite, Rule};
 use crate::signature;
@@ -255,7 +255,7 @@ impl Analysis {
     /// With what was learnt of the module before it was left alone.
     fn with(self, rule: &Rule, report: Report) -> Analysis {
         let nothing = self.report.nothing;
-        Analysis { report: Report { rule: Some(facts(rule)), nothing, ..report }, ..self }
+        Analysis { report: Report { rule: Some(rule.clone()), nothing, ..report }, ..self }
     }
 }
 
@@ -294,7 +294,7 @@ fn decide_module(
             Some(counts),
             "the answer while reading keeps what the full decision does not"
         );
-        let report = Report { rule: Some(facts(rule)), counts: Some(counts), ..Report::default() };
+        let report = Report { rule: Some(rule.clone()), counts: Some(counts), ..Report::default() };
         return Ok(Analysis::planned(Plan::default(), 0, report));
     }
     let mut extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
@@ -341,7 +341,7 @@ fn decide_module(
     let at_risk = if dead.is_empty() { Vec::new() } else { at_risk(image, info, rule, entries, &dead, &symbols) };
     // Processing neutralises every dead entry: no dead record is left for
     // any lookup to return, so nothing stays at risk.
-    let mut report = Report { rule: Some(facts(rule)), counts: Some(counts), findings, at_risk, ..Report::default() };
+    let mut report = Report { rule: Some(rule.clone()), counts: Some(counts), findings, at_risk, ..Report::default() };
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
     if stripped && !dead.is_empty() {
@@ -433,17 +433,6 @@ fn patch_site(
         }
         PatchSite::SecondInsn => (f.value + 4, Some("past its AUIPC")),
         _ => (own, None),
-    }
-}
-
-fn facts(rule: &Rule) -> RuleFacts {
-    RuleFacts {
-        arch: rule.arch,
-        section: rule.section,
-        criterion: rule.criterion,
-        max_offset: rule.max_offset,
-        neutraliser: rule.neutraliser,
-        basis: rule.basis,
     }
 }
 

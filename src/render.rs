@@ -9,9 +9,9 @@ use std::path::Path;
 use crate::decide::{Doubt, Found, Stripped};
 use crate::error::Error;
 use crate::process::{Analysis, COMPRESSED_ADVICE, LeftAlone, Outcome, Tally};
-use crate::report::{Finding, Location, Report, RuleFacts};
+use crate::report::{Finding, Location, Report};
 use crate::risk::{self, AtRisk};
-use crate::rule::{Criterion, Neutraliser};
+use crate::rule::{Criterion, Neutraliser, Rule};
 
 pub use crate::cli::NAME;
 
@@ -387,7 +387,7 @@ pub fn summary(report: &Report, would: bool) -> String {
 
 /// The rule in one phrase, for the summary line.
 #[must_use]
-pub fn describe(rule: &RuleFacts) -> String {
+pub fn describe(rule: &Rule) -> String {
     match rule.criterion {
         Criterion::MaxOffset => {
             format!("{}, {}, max offset {} ({})", rule.arch, rule.section, rule.max_offset, rule.basis)
@@ -430,7 +430,7 @@ pub fn location(l: &Location) -> String {
 }
 
 /// The `--verbose` line of a weak or doubtful entry (none for a kept one).
-fn finding(rule: &RuleFacts, f: &Finding) -> Option<String> {
+fn finding(rule: &Rule, f: &Finding) -> Option<String> {
     let verb = verb(rule.neutraliser);
     Some(match f {
         Finding::Kept { .. } => return None,
@@ -548,7 +548,7 @@ pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> Strin
     o.close()
 }
 
-fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
+fn json_finding(rule: Option<&Rule>, f: &Finding) -> String {
     let l = f.location();
     let mut o = Json::object();
     o.field("location", &Json::str(&location(l)));
