@@ -208,15 +208,6 @@ pub enum Criterion {
     Contains { before: u64 },
 }
 
-impl Criterion {
-    /// Whether the kernel itself rejects what this rule zeroes. Under
-    /// [`Criterion::Contains`] the kernel keeps every record.
-    #[must_use]
-    pub fn kernel_enforces(self) -> bool {
-        self == Criterion::MaxOffset
-    }
-}
-
 /// `ftrace_call_adjust()`: the record ip(s) a location may become.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adjust {
