@@ -14,7 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn page() -> String {
-    String::from_utf8(gen_docs::page(&<zero_weak_mcount::cli::Cli as clap::CommandFactory>::command()).unwrap()).unwrap()
+    String::from_utf8(gen_docs::page(&<zero_weak_mcount::cli::Cli as clap::CommandFactory>::command()).unwrap())
+        .unwrap()
 }
 
 /// The text of section `name`, up to the next `.SH`.
