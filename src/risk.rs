@@ -123,18 +123,11 @@ pub struct AtRisk {
     pub why: Option<&'static str>,
 }
 
-impl AtRisk {
-    /// The same function as `other` (the report has an item per dead
-    /// record a function's lookup can return).
-    fn same_function(&self, other: &AtRisk) -> bool {
-        (self.function_addr, &self.section, &self.function) == (other.function_addr, &other.section, &other.function)
-    }
-}
-
-/// The report's items grouped by function, each function once, in
-/// laid-out order: [`at_risk`] gives a function's items one after another.
+/// The report's items (one per dead record a function's lookup can
+/// return) grouped by function, each function once, in laid-out order:
+/// [`at_risk`] gives a function's items one after another.
 pub fn by_function(list: &[AtRisk]) -> impl Iterator<Item = &[AtRisk]> {
-    list.chunk_by(AtRisk::same_function)
+    list.chunk_by(|a, b| (a.function_addr, &a.section, &a.function) == (b.function_addr, &b.section, &b.function))
 }
 
 /// A laid-out address: region, then offset in it.
