@@ -260,14 +260,10 @@ enum PpcBuild {
 
 impl PpcBuild {
     fn of(cx: Ctx<'_>) -> (PpcBuild, &'static str) {
-        let build = |patchable: bool, mprofile: bool| {
-            if patchable {
-                PpcBuild::Patchable
-            } else if mprofile {
-                PpcBuild::Mprofile
-            } else {
-                PpcBuild::PlainPg
-            }
+        let build = |patchable: bool, mprofile: bool| match (patchable, mprofile) {
+            (true, _) => PpcBuild::Patchable,
+            (false, true) => PpcBuild::Mprofile,
+            (false, false) => PpcBuild::PlainPg,
         };
         if let Some(c) = cx.config {
             let b = build(c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"), c.enabled("MPROFILE_KERNEL"));
