@@ -9,7 +9,7 @@ use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::cli::{Cli, Format};
 use zero_weak_mcount::error::Error;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{Options, Outcome, Tally};
+use zero_weak_mcount::process::{Analysis, Options, Outcome, Tally};
 use zero_weak_mcount::render::{self, Human, Usage, Walked};
 use zero_weak_mcount::{risk, stop, walk};
 
@@ -216,15 +216,9 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
                         // An error like any module's, and in the JSON an
                         // error object: a mistyped path fails the step.
                         walk_failed = true;
-                        let shown = path.display().to_string();
                         let err = Err(Error::FatalWarning(render::NO_MODULES.into()));
-                        let json = (cli.format == Format::Json).then(|| render::json(&shown, &err, cli.check));
-                        print_done(&Done {
-                            lines: render::human(&shown, &err, Human::default()),
-                            json,
-                            outcome: Err(()),
-                            at_risk: 0,
-                        });
+                        let json = cli.format == Format::Json;
+                        print_done(&done(&path.display().to_string(), err, Human::default(), json, cli.check));
                     } else if found.modules.is_empty() {
                         say(&render::walked(path, Walked::Empty));
                     }
@@ -270,12 +264,17 @@ fn print_done(done: &Done) {
 
 fn run_one(path: &Path, output: Option<&Path>, opts: &Options, tree: bool, format: Format) -> Done {
     let result = zero_weak_mcount::file::process_file(path, output, opts);
-    let shown = path.display().to_string();
     let json = format == Format::Json;
     // With JSON on stdout, stderr keeps the warnings, notes and errors.
     let how = Human { check: opts.check && !json, verbose: opts.verbose && !json, tree };
-    let lines = render::human(&shown, &result, how);
-    let json = json.then(|| render::json(&shown, &result, opts.check));
+    done(&path.display().to_string(), result, how, json, opts.check)
+}
+
+/// What a file's result prints (its JSON line too, with `json`), and how
+/// it counts.
+fn done(shown: &str, result: Result<Analysis, Error>, how: Human, json: bool, check: bool) -> Done {
+    let lines = render::human(shown, &result, how);
+    let json = json.then(|| render::json(shown, &result, check));
     let at_risk = result.as_ref().map_or(0, |a| risk::by_function(&a.report.at_risk).count());
     Done { lines, json, outcome: result.map(|a| a.outcome).map_err(|_| ()), at_risk }
 }
