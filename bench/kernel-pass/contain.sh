@@ -57,7 +57,7 @@ ppc64el sid      7.2 arch/powerpc/kernel/trace/ftrace.c  arch/powerpc/include/as
 i386    bookworm 6.1 arch/x86/include/asm/ftrace.h       arch/x86/include/asm/ftrace.h     4 0@HAVE_FENTRY                        -
 '
 read -r _ suite release adjust header word stock refuse < <(grep "^${arch:-none} " <<<"$facts") ||
-    { echo "contain.sh: ARCH is one of:" $(cut -d' ' -f1 <<<"$facts") >&2; exit 2; }
+    { echo "contain.sh: ARCH is one of: $(cut -d' ' -f1 <<<"$facts" | xargs)" >&2; exit 2; }
 work=${ZWM_CACHE:-$HOME/.cache/zero-weak-mcount}/kernel-pass/$arch
 mkdir -p "$work"
 root=$("$REPO/scripts/fetch-debian-kernel.sh" "$suite" "$arch")

@@ -136,7 +136,8 @@ def callsite_table(secs):
 
 def count(paths):
     for path in paths:
-        secs = sections(read(path))
+        elf = read(path)
+        secs = sections(elf)
         table = callsite_table(secs)
         print(0 if table is None else secs[table]["size"] // (elf.elfclass // 8), path)
 
