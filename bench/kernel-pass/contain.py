@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""contain.py MODEL.tsv DUMPS TOOL.jsonl TOP [--control] [--instructions TSV --top N]
+"""contain.py MODEL.tsv DUMPS TOOL.jsonl TOP [--control] [--stock] [--instructions TSV --top N]
 
 Holds the words the series' pass cleared (MODEL.tsv, verbatim.c built
 with the arch's ftrace_call_adjust(); its dumps under DUMPS) against the
@@ -8,8 +8,8 @@ entries the tool would neutralise (TOOL.jsonl, --check --format=json over
 the tree TOP), module by module, by table offset. Prints the tree's figures
 and every module where the two differ, with what the tool says of each
 differing entry (a doubt and its reason, or why the module was left
-alone), and every record where stock's check and the series part
-(verbatim.c -DSTOCK_MAX_OFFSET), with what the tool says of it. Exit 1 on
+alone), and with --stock every record where stock's check and the series
+part (verbatim.c -DSTOCK_MAX_OFFSET), with what the tool says of it. Exit 1 on
 a difference from the tool; with --control, exit 1 on none (a control
 model must differ). --instructions adds the callgrind counts
 (contain.sh --instructions) in total and for the N modules costing most."""
@@ -72,11 +72,12 @@ def main():
         print(f"... and {len(bad) - 20} more modules")
     for w in warned:
         print(f"ftrace_call_adjust() warned: {w}")
-    if stock:
+    if "--stock" in args:
         only = sum(1 for d in stock if d[3])
         print(f"\nstock's check and the series part on {len(stock)} records: stock alone keeps {only}, "
               f"the series alone {len(stock) - only}")
-        print("| module | table offset | kallsyms names the ip | kept by | the tool |\n|---|---|---|---|---|")
+        if stock:
+            print("| module | table offset | kallsyms names the ip | kept by | the tool |\n|---|---|---|---|---|")
         for m, off, name, stock_keeps in stock:
             f = {int(x["table_offset"], 16): x for x in tool[m]["findings"]}.get(off)
             said = f"{f['verdict']}, {f['location']}, found_by {f['found_by']}, stock {f['stock']}" if f else "keeps it"

@@ -128,5 +128,6 @@ fi
     > "$work/tool.jsonl" 2>"$work/tool.err" || [ $? = 1 ]
 extra=()
 [ -z "$control" ] || extra+=(--control)
+[ "$stock" = - ] || extra+=(--stock)
 [ $instructions = 0 ] || extra+=(--instructions "$work/instructions.tsv" --top "$top")
 python3 "$HERE/contain.py" "$work/model$tag.tsv" "$work/dumps" "$work/tool.jsonl" "$top_dir" "${extra[@]}"
