@@ -80,7 +80,8 @@ python3 "$HERE/extract.py" --undef FTRACE_MCOUNT_MAX_OFFSET --file "$arch_src:$a
     ftrace_call_adjust ftrace_mod_clear_dead > "$work/model$$.c"
 mv "$work/model$$.c" "$work/model.c"
 insn=$(tar -xJOf "$arch_src" "linux-source-$release/$header" |
-    sed -n 's/^#define MCOUNT_INSN_SIZE[[:space:]]*\([0-9]*\).*/\1/p')
+    sed -n 's/^#define MCOUNT_INSN_SIZE[[:space:]]*\([A-Za-z0-9_]*\).*/\1/p')
+[ -n "$insn" ] || { echo "contain.sh: no MCOUNT_INSN_SIZE in $header" >&2; exit 1; }
 flags=(-DMCOUNT_INSN_SIZE="$insn" -DTABLE_WORD="$word")
 if [ "$stock" != - ]; then
     grep -qx "CONFIG_${stock#*@}=y" "$config" ||
