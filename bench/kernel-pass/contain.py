@@ -78,10 +78,12 @@ def main():
               f"the series alone {len(stock) - only}")
         if stock:
             print("| module | table offset | kallsyms names the ip | kept by | the tool |\n|---|---|---|---|---|")
-        for m, off, name, stock_keeps in stock:
+        for m, off, name, stock_keeps in stock[:40]:
             f = {int(x["table_offset"], 16): x for x in tool[m]["findings"]}.get(off)
             said = f"{f['verdict']}, {f['location']}, found_by {f['found_by']}, stock {f['stock']}" if f else "keeps it"
             print(f"| {m} | {off:#x} | {name} | {'stock' if stock_keeps else 'the series'} | {said} |")
+        if len(stock) > 40:
+            print(f"... and {len(stock) - 40} more records")
     if instr:
         rows = [line.rstrip("\n").split("\t") for line in open(instr)]
         rows = sorted(((key_.removesuffix(".bin"), int(c)) for key_, c in rows), key=lambda r: -r[1])
