@@ -413,16 +413,21 @@ fn install_kbuild_hook_apt_hook_unhooks_what_apt_is_about_to_remove() {
     fs::create_dir_all(db.join("updates")).unwrap();
     let mut status = String::new();
     for abi in [a, b] {
-        let (p, d) = (format!("linux-kbuild-{abi}"), format!("/usr/lib/linux-kbuild-{abi}"));
-        status += &format!("Package: {p}\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n");
-        status += "Maintainer: t <t@t>\nDescription: t\n\n";
-        fs::write(db.join(format!("info/{p}.list")), format!("{d}\n{d}/scripts\n{d}/scripts/Makefile.modfinal\n"))
-            .unwrap();
+        let (pkg, dir) = (format!("linux-kbuild-{abi}"), format!("/usr/lib/linux-kbuild-{abi}"));
+        status.push_str(
+            &["Package: ", &pkg, "\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n"].concat(),
+        );
+        status.push_str("Maintainer: t <t@t>\nDescription: t\n\n");
+        let list = format!("{dir}\n{dir}/scripts\n{dir}/scripts/Makefile.modfinal\n");
+        fs::write(db.join(format!("info/{pkg}.list")), list).unwrap();
     }
     fs::write(db.join("status"), status).unwrap();
     let diversions = || {
         let root = format!("--root={}", t.root.display());
-        run(std::process::Command::new("dpkg-divert").args([root.as_str(), "--list"]).stderr(std::process::Stdio::null())).1
+        run(std::process::Command::new("dpkg-divert")
+            .args([root.as_str(), "--list"])
+            .stderr(std::process::Stdio::null()))
+        .1
     };
     assert_eq!(t.hook(&["-q", "--all"]), (Some(0), String::new()));
     assert_eq!(diversions().lines().count(), 2, "{}", diversions());
@@ -451,7 +456,9 @@ fn install_kbuild_hook_apt_hook_unhooks_what_apt_is_about_to_remove() {
     let mut left: Vec<_> = fs::read_dir(t.kbuild(a)).unwrap().map(|e| e.unwrap().file_name()).collect();
     left.sort();
     assert_eq!(left, ["Makefile.modfinal", "Makefile.modfinal.zwm-orig", "Makefile.zero-weak-mcount"], "control");
-    let (code, text) = apt(&format!("{v3}{kbuild_a} > - - none **REMOVE**\nlinux-headers-{a}-amd64 1 amd64 none > - - none **REMOVE**\n"));
+    let (code, text) = apt(&format!(
+        "{v3}{kbuild_a} > - - none **REMOVE**\nlinux-headers-{a}-amd64 1 amd64 none > - - none **REMOVE**\n"
+    ));
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("hook removed") && text.contains(&format!("linux-kbuild-{a}/")), "{text}");
     assert!(!text.contains(b), "{text}");
