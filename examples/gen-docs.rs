@@ -61,7 +61,7 @@ pub fn install_kbuild_hook() -> clap::Command {
     clap::Command::new("install-kbuild-hook")
         .disable_version_flag(true)
         .args([value("kver", "KVER", Other), flag("all"), value("root", "DIR", DirPath)])
-        .args([flag("uninstall"), flag("status"), flag("sweep")])
+        .args([flag("uninstall"), flag("status"), flag("sweep"), flag("apt-hook")])
         .args([value("tool", "FILE", ExecutablePath), value("snippet", "FILE", FilePath)])
         .args([flag("dry-run").short('n'), flag("quiet").short('q'), flag("version")])
         .arg(clap::Arg::new("tree").value_name("TREE").num_args(0..).value_hint(DirPath))

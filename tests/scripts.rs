@@ -395,6 +395,90 @@ fn install_kbuild_hook_sweep_removes_what_a_removed_package_left() {
     assert_eq!(t.hook(&["--sweep", "--all"]).0, Some(2));
 }
 
+/// apt's Pre-Install-Pkgs hook (`--apt-hook`, debian/apt.conf), with the
+/// real dpkg-divert and dpkg-query on a dpkg database in the root: told in
+/// apt's protocol 3 that a kbuild package is about to go, it unhooks that
+/// package's file before dpkg runs, so that its directories hold only the
+/// package's own file (dpkg then removes them without "not empty"); the
+/// other ABI stays hooked. Control: the same package upgraded, not removed,
+/// changes nothing, and its directory still holds the hook's files. Then
+/// `--sweep` unhooks a kbuild file whose headers went first.
+#[test]
+fn install_kbuild_hook_apt_hook_unhooks_what_apt_is_about_to_remove() {
+    use std::io::Write;
+    let (a, b) = ("9.8.1+t1", "9.9.2+t1");
+    let t = AbiRoot::new("apt-hook", &[a, b]);
+    let db = t.root.join("var/lib/dpkg");
+    fs::create_dir_all(db.join("info")).unwrap();
+    fs::create_dir_all(db.join("updates")).unwrap();
+    let mut status = String::new();
+    for abi in [a, b] {
+        let (pkg, dir) = (format!("linux-kbuild-{abi}"), format!("/usr/lib/linux-kbuild-{abi}"));
+        status.push_str(
+            &["Package: ", &pkg, "\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1\n"].concat(),
+        );
+        status.push_str("Maintainer: t <t@t>\nDescription: t\n\n");
+        let list = format!("{dir}\n{dir}/scripts\n{dir}/scripts/Makefile.modfinal\n");
+        fs::write(db.join(format!("info/{pkg}.list")), list).unwrap();
+    }
+    fs::write(db.join("status"), status).unwrap();
+    let diversions = || {
+        let root = format!("--root={}", t.root.display());
+        run(std::process::Command::new("dpkg-divert")
+            .args([root.as_str(), "--list"])
+            .stderr(std::process::Stdio::null()))
+        .1
+    };
+    assert_eq!(t.hook(&["-q", "--all"]), (Some(0), String::new()));
+    assert_eq!(diversions().lines().count(), 2, "{}", diversions());
+    let apt = |packages: &str| {
+        let mut child = std::process::Command::new(script("install-kbuild-hook"))
+            .arg("--root")
+            .arg(&t.root)
+            .arg("--apt-hook")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(packages.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    };
+    // apt's header: the protocol, its configuration up to an empty line.
+    let v3 = "VERSION 3\nAPT::Architecture=amd64\nDir=/\n\n";
+    let kbuild_a = format!("linux-kbuild-{a} 1 amd64 none");
+    let before = snapshot(&t.root);
+    let upgrade = format!("{kbuild_a} < 2 amd64 none /var/cache/apt/archives/linux-kbuild-{a}_2_amd64.deb\n");
+    let (code, text) = apt(&format!("{v3}{upgrade}dkms 3.2 amd64 foreign = 3.2 amd64 foreign **CONFIGURE**\n"));
+    assert_eq!((code, text.as_str()), (Some(0), ""), "control");
+    assert_eq!(snapshot(&t.root), before, "control: an upgrade changed the root");
+    let mut left: Vec<_> = fs::read_dir(t.kbuild(a)).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["Makefile.modfinal", "Makefile.modfinal.zwm-orig", "Makefile.zero-weak-mcount"], "control");
+    let (code, text) = apt(&format!(
+        "{v3}{kbuild_a} > - - none **REMOVE**\nlinux-headers-{a}-amd64 1 amd64 none > - - none **REMOVE**\n"
+    ));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("hook removed") && text.contains(&format!("linux-kbuild-{a}/")), "{text}");
+    assert!(!text.contains(b), "{text}");
+    assert_eq!(fs::read_dir(t.kbuild(a)).unwrap().count(), 1, "{text}");
+    assert_eq!(fs::read(t.kbuild(a).join("Makefile.modfinal")).unwrap(), MODFINAL);
+    assert!(!diversions().contains(a) && diversions().contains(b), "{}", diversions());
+    assert_eq!(t.hook(&["-q", "--status", "--kver", &format!("{b}-amd64")]).0, Some(0));
+    // Protocol 1 (bare .deb names) says nothing of removals: refused.
+    let (code, text) = apt("/var/cache/apt/archives/dkms_3.2_all.deb\n");
+    assert!(code == Some(1) && text.contains("protocol 2 or 3"), "{text}");
+    // B's headers removed first, its kbuild package kept: the trigger's
+    // --sweep puts the package's file back and drops the diversion.
+    t.remove_headers(b, false);
+    let (code, text) = t.hook(&["--sweep"]);
+    assert!(code == Some(0) && text.contains("no headers tree uses it"), "{text}");
+    assert_eq!(fs::read_dir(t.kbuild(b)).unwrap().count(), 1, "{text}");
+    assert_eq!(fs::read(t.kbuild(b).join("Makefile.modfinal")).unwrap(), MODFINAL);
+    assert_eq!(diversions(), "");
+}
+
 /// The /etc/kernel hook as `make install` writes it: it hooks the headers
 /// of its KVER (and says so once), and is silent for a KVER without
 /// headers, for headers hooked already, and once the installer is gone (its
