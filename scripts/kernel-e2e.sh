@@ -62,7 +62,7 @@ PROG=kernel-e2e DIE_STATUS=2
 # loads, the boot timeout, and the packages of the compiler and QEMU.
 ROWS="
 x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
-ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  series        arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
+ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  stock,+series arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
 aarch64 arm64   aarch64-linux-gnu-      config.sh          stock,series  -                        -                      1 1   600   gcc-aarch64-linux-gnu        qemu-system-arm
 riscv64 riscv   riscv64-linux-gnu-      config.sh          stock,+series arch/riscv/kvm/kvm.ko    -                      1 5   1800  gcc-riscv64-linux-gnu        qemu-system-misc
 s390x   s390    s390x-linux-gnu-        config.sh          stock,+series arch/s390/kvm/kvm.ko     -                      1 5   1800  gcc-s390x-linux-gnu          qemu-system-misc
@@ -168,8 +168,10 @@ echo "${mk[*]}" > "$work/make-vars"  # for what kernel-selftests.sh builds again
 kernel_has() { [[ " $kernels " = *" $1 "* ]]; }
 ! { kernel_has stock && kernel_has series; } || cmp "$work/obj-stock/.config" "$work/obj-series/.config" ||
     die "the stock and series configs differ"
-[ "$karch" != powerpc ] || has_line CONFIG_MPROFILE_KERNEL=y cat "$work/obj-series/.config" ||
-    die "the series config lacks CONFIG_MPROFILE_KERNEL=y (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
+# powerpc: an ELFv2 call site, by -mprofile-kernel or by Debian's
+# -fpatchable-function-entry (gcc 13 on): FTRACE_MCOUNT_MAX_OFFSET is defined.
+[ "$karch" != powerpc ] || grep -qE '^CONFIG_(MPROFILE_KERNEL|ARCH_USING_PATCHABLE_FUNCTION_ENTRY)=y$' \
+    "$work/obj-${kernels%% *}/.config" || die "the config has neither -mprofile-kernel nor patchable entries"
 
 # variant NAME TREE PATCH...: TREE's kernel with the PATCHes (-p1, in turn)
 # applied, built incrementally in TREE's objects, its image kept as
