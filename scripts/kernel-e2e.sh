@@ -169,7 +169,7 @@ kernel_has() { [[ " $kernels " = *" $1 "* ]]; }
 ! { kernel_has stock && kernel_has series; } || cmp "$work/obj-stock/.config" "$work/obj-series/.config" ||
     die "the stock and series configs differ"
 # powerpc: an ELFv2 call site, by -mprofile-kernel or by Debian's
-# -fpatchable-function-entry (gcc 13 on): FTRACE_MCOUNT_MAX_OFFSET is defined.
+# -fpatchable-function-entry (sid's gcc 16): FTRACE_MCOUNT_MAX_OFFSET is defined.
 [ "$karch" != powerpc ] || grep -qE '^CONFIG_(MPROFILE_KERNEL|ARCH_USING_PATCHABLE_FUNCTION_ENTRY)=y$' \
     "$work/obj-${kernels%% *}/.config" || die "the config has neither -mprofile-kernel nor patchable entries"
 
