@@ -194,7 +194,7 @@ if tr:
         w = re.search(r"([0-9.]+) us", open(wp).read())
         if w:
             f = float(w.group(1)) / 1e6 / j1[0]
-            print(f"  serial part: the tree walk (walk::modules) takes {float(w.group(1)) / 1e3:.1f} ms = {100 * f:.0f}% "
+            print(f"  serial part: the tree walk (walk::tree) takes {float(w.group(1)) / 1e3:.1f} ms = {100 * f:.0f}% "
                   f"of tool -j1 wall; Amdahl bound for -j2: {1 / (f + (1 - f) / 2):.2f}x.")
     c1 = tr["cat-j1"]
     target("tree: tool -j1 faster than cat -j1 (wall; cpu)", j1[0] < c1[0] and j1[2] < c1[2],

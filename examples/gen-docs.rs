@@ -24,6 +24,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::PathBuf;
 
+use clap::CommandFactory as _;
 use clap_complete::Shell;
 use zero_weak_mcount::cli;
 
@@ -32,7 +33,7 @@ fn main() -> std::io::Result<()> {
         eprintln!("usage: gen-docs OUTDIR");
         std::process::exit(2);
     };
-    let cmd = cli::command();
+    let cmd = cli::Cli::command();
     fs::create_dir_all(out.join("completions"))?;
     fs::write(out.join(format!("{}.1", cli::NAME)), page(&cmd)?)?;
     for mut cmd in [cmd, install_kbuild_hook(), dh_zero_weak_mcount()] {

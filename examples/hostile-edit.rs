@@ -92,10 +92,15 @@ fn relocs(data: &[u8], info: &ElfInfo, rs: &Section) -> Result<Vec<Reloc>> {
     Ok((0..bytes.len() / ent)
         .map(|i| {
             let at = start + i * ent;
-            let r_info = info.read_word(&data[at + w..at + 2 * w]);
+            let r_info = read_uint(&data[at + w..at + 2 * w], info.big_endian);
             // ELF64_R_SYM is the high 32 bits, ELF32_R_SYM the high 24.
             let symbol = if info.is_64 { r_info >> 32 } else { r_info >> 8 };
-            Reloc { info_at: at + w, symbol, offset: info.read_word(&data[at..at + w]), entry: at..at + ent }
+            Reloc {
+                info_at: at + w,
+                symbol,
+                offset: read_uint(&data[at..at + w], info.big_endian),
+                entry: at..at + ent,
+            }
         })
         .collect())
 }

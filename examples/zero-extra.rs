@@ -45,9 +45,7 @@ fn main() {
     zero.sort_unstable();
     let (verb, table_symbols) = match rule.neutraliser {
         Neutraliser::Zero => ("zeroed", None),
-        Neutraliser::Drop { .. } => {
-            ("dropped", Some(elf::table_symbols(&data, &info, &x.callsite).unwrap().movable().unwrap()))
-        }
+        Neutraliser::Drop { .. } => ("dropped", Some(elf::table_symbols(&data, &info, &x.callsite).unwrap().unwrap())),
     };
     let removal = table_symbols.as_deref().map_or(Removal::Zero, Removal::Drop);
     let plan = Plan::new(&data, &info, &x.callsite, &zero, removal).unwrap();

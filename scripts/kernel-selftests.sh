@@ -36,13 +36,12 @@
 # with stock-stripped's) and writes
 # WORK/report.md.
 #
-# --weak CASE...: patch 5's selftest (test_ftrace_weak.ko and ftracetest's
-# func_dead_weak_module.tc, from the series tree), the module built against
-# each kernel, one boot per case: stock, lookup (stock with patch 1 alone),
-# stock-processed (the module through the tool), series, unsupported (the
-# weak body not instrumented), unresolved (the module cut short) and, not
-# on x86_64, series-stripped (the module through strip --strip-unneeded);
-# report.py --weak says what each must give (WORK/weak.md).  First, `make
+# --weak CASE...: the series' selftest (test_ftrace_weak.ko and ftracetest's
+# func_dead_weak_module.tc), the module built against each kernel, one boot
+# per case: stock, lookup (stock with kernel/0001 alone), stock-processed
+# (the module through the tool), series, unsupported (a notrace function
+# between the function before and the weak body) and unresolved (the
+# module cut short); report.py --weak says what each must give (WORK/weak.md).  First, `make
 # install` of the series' ftrace selftests must pass without KDIR, and fail
 # with stock's lib.mk.  Default: all of them; --weak "" runs none; --forms ""
 # runs only them.  --arch aarch64: kernel-e2e's aarch64 pair, --weak alone
@@ -93,8 +92,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$arch" = x86_64 ] || { work=$work-$arch; forms=''; }
-[ "$weak" != default ] || { weak="stock lookup stock-processed series unsupported unresolved"
-    [ "$arch" = x86_64 ] || weak+=" series-stripped"; }
+[ "$weak" != default ] || weak="stock lookup stock-processed series unsupported unresolved"
 work=$(work_dir "$work" "") || die "cannot make $work"
 # weak_report: report.py's judgement of the --weak boots there are.
 weak_report() {
@@ -122,6 +120,7 @@ ZWM=$(find_tool "${ZWM:-}") || exit 2
 kver=$(cat "$e2e/obj-series/include/config/kernel.release")
 [ "$kver" = "$(cat "$e2e/obj-stock/include/config/kernel.release")" ] || die "the two kernels' releases differ"
 tests=$e2e/src-stock/tools/testing/selftests
+series_source  # PATCHES: the series, whose selftest weak_tree applies
 
 # --- module trees --------------------------------------------------------------------
 # stage KERNEL: modules_install of the build, and the livepatch test modules
@@ -259,18 +258,20 @@ boot() { # FORM
     log "$f: booted in $(cat "$out/boot-seconds") s"
 }
 # --- the series' own selftest (--weak) -------------------------------------------------
-# weak_tree KERNEL [DIR]: the series' ftrace selftests with test_ftrace_weak.ko
-# built against KERNEL, in DIR (default WORK/weak-KERNEL).
+# weak_tree KERNEL [DIR]: the ftrace selftests, stock's with the series'
+# patches to them applied (so a changed test needs no kernel build), with
+# test_ftrace_weak.ko built against KERNEL by its own Makefile (which finds
+# the tree from O=, as in a cross build), in DIR (default WORK/weak-KERNEL).
 weak_tree() {
-    local k=$1 d=${2:-$work/weak-$1}
-    rm -rf "$d"; cp -r "$e2e/src-series/tools/testing/selftests/ftrace" "$d"
-    [ -f "$d/test.d/ftrace/func_dead_weak_module.tc" ] || die "the series tree has no func_dead_weak_module.tc (patch 5)"
+    local k=$1 d=${2:-$work/weak-$1} s=$work/weak-src/tools/testing/selftests
+    rm -rf "$d" "$work/weak-src"; mkdir -p "$s"; cp -r "$tests/ftrace" "$s/"
+    (cd "$work/weak-src" && GIT_CEILING_DIRECTORIES=$work git apply --include='tools/testing/selftests/ftrace/*' "${PATCHES[@]}") &&
+        mv "$s/ftrace" "$d" && [ -f "$d/test.d/ftrace/func_dead_weak_module.tc" ] || die "the series' selftest does not apply"
     [ "$arch" != x86_64 ] || cp "$work/ftrace/poll" "$d/poll"
-    # unsupported: the weak body's object built without the ftrace flags,
-    # as a toolchain that does not instrument it would leave the module.
-    [ -z "${2:-}" ] || echo 'CFLAGS_REMOVE_test_ftrace_weak_dead.o += $(CC_FLAGS_FTRACE)' >> "$d/test_modules/Makefile"
-    build_kernel "test_ftrace_weak.ko against the $k kernel" "$d.log" \
-        -C "$e2e/src-$k" O="$e2e/obj-$k" "${mkv[@]}" M="$d/test_modules" W=1 modules
+    # unsupported: a notrace function between the function before and the
+    # weak body, as a toolchain placing the body elsewhere would leave it.
+    [ -z "${2:-}" ] || sed -i 's/^int __weak/static notrace __used int test_ftrace_weak_gap(void) { return 0; }\n&/' "$d/test_modules/test_ftrace_weak_dead.c"
+    build_kernel "test_ftrace_weak.ko against the $k kernel" "$d.log" -C "$d/test_modules" O="$e2e/obj-$k" "${mkv[@]}" W=1
     # The compiler's warnings (FILE:LINE:COL), not Kbuild's note on pahole.
     ! grep -qE '^[^ ]+:[0-9]+:[0-9]+: warning:' "$d.log" || die "test_ftrace_weak.ko: W=1 warnings (see $d.log)"
 }
@@ -290,10 +291,6 @@ weak_boot() { # CASE: boot it into WORK/boots/weak-CASE (report.py --weak judges
             python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not (r["entries"] == 3 and r["weak"] == 1))' \
                 "$d.tool.json" || die "the tool did not zero 1 of 3 entries of test_ftrace_weak.ko: $(cat "$d.tool.json")";;
         unsupported) weak_tree stock "$d";;
-        series-stripped) # patch 4 must leave a module stripped so alone (no .modinfo symbols)
-            [ "$arch" != x86_64 ] || die "series-stripped: x86 runs patch 3, the kernel's own rule, as stock does"
-            rm -rf "$d"; cp -r "$work/weak-series" "$d"
-            llvm-objcopy --strip-unneeded "$d/test_modules/test_ftrace_weak.ko" || die "llvm-objcopy failed";;
         unresolved)
             rm -rf "$d"; cp -r "$work/weak-series" "$d"
             head -c 4096 "$work/weak-series/test_modules/test_ftrace_weak.ko" > "$d/test_modules/test_ftrace_weak.ko";;
@@ -331,7 +328,7 @@ if [ -n "$weak" ]; then
     case " $weak " in *" stock"*|*" lookup "*|*" unsupported "*) weak_tree stock;; esac
     case " $weak " in *" series"*|*" unresolved "*) weak_tree series;; esac
     for c in $weak; do
-        case "$c" in stock|lookup|stock-processed|series|series-stripped|unsupported|unresolved) ;; *) die "unknown --weak case $c";; esac
+        case "$c" in stock|lookup|stock-processed|series|unsupported|unresolved) ;; *) die "unknown --weak case $c";; esac
         weak_boot "$c"
     done
 fi

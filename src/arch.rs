@@ -33,8 +33,6 @@
 
 #![allow(clippy::missing_errors_doc, reason = "every error is an `Error` variant, and error.rs documents each")]
 
-use std::fmt;
-
 use object::elf;
 
 use crate::elf::{ElfInfo, RelocShape};
@@ -152,12 +150,6 @@ pub struct Row {
     pub table_needs_config: bool,
 }
 
-impl Row {
-    fn holds_for(&self, kernel: Release) -> bool {
-        kernel >= self.since && self.until.is_none_or(|until| kernel < until)
-    }
-}
-
 const fn row(arch: Arch, since: Release, until: Option<Release>, criterion: Criterion, choose: Choose) -> Row {
     Row { arch, since, until, criterion, choose, init_in_core: false, table_needs_config: false }
 }
@@ -268,14 +260,10 @@ enum PpcBuild {
 
 impl PpcBuild {
     fn of(cx: Ctx<'_>) -> (PpcBuild, &'static str) {
-        let build = |patchable: bool, mprofile: bool| {
-            if patchable {
-                PpcBuild::Patchable
-            } else if mprofile {
-                PpcBuild::Mprofile
-            } else {
-                PpcBuild::PlainPg
-            }
+        let build = |patchable: bool, mprofile: bool| match (patchable, mprofile) {
+            (true, _) => PpcBuild::Patchable,
+            (false, true) => PpcBuild::Mprofile,
+            (false, false) => PpcBuild::PlainPg,
         };
         if let Some(c) = cx.config {
             let b = build(c.enabled("ARCH_USING_PATCHABLE_FUNCTION_ENTRY"), c.enabled("MPROFILE_KERNEL"));
@@ -469,56 +457,30 @@ pub enum Scope {
 
 /// Why the kernel does not validate a module's records, or why we cannot
 /// tell that it does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoRule {
     /// A machine (or class) no row knows.
-    UnknownMachine {
-        machine: u16,
-        is_64: bool,
-    },
+    #[error("e_machine {machine} ({bits}-bit): not an architecture whose kernel checks ftrace callsites")]
+    UnknownMachine { machine: u16, bits: u8 },
     /// An arch whose kernel does not define `FTRACE_MCOUNT_MAX_OFFSET`.
+    #[error("{0}: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET here, so it keeps weak callsites")]
     NoMaxOffset(Arch),
+    #[error("CONFIG_DYNAMIC_FTRACE is off: the kernel ignores the callsite table")]
     DynamicFtraceOff,
+    #[error("no vermagic in .modinfo: cannot tell which kernel this module is for")]
     NoVermagic,
+    #[error("cannot read the kernel release in vermagic {0:?}")]
     BadRelease(String),
     /// A kernel older than every row of its arch; `lacks` says what it lacks.
-    TooOld {
-        kernel: Release,
-        lacks: &'static str,
-    },
+    #[error("kernel {kernel} {lacks}")]
+    TooOld { kernel: Release, lacks: &'static str },
+    #[error("ppc64 ELFv1: the kernel does not check weak callsites")]
     PpcElfV1,
+    #[error("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")]
     PpcPlainPg,
     /// ppc, `--section __mcount_loc`, no config.
+    #[error("ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig")]
     PpcMcountSection,
-}
-
-impl fmt::Display for NoRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NoRule::UnknownMachine { machine, is_64 } => write!(
-                f,
-                "e_machine {machine} ({}-bit): not an architecture whose kernel checks ftrace callsites",
-                if *is_64 { 64 } else { 32 }
-            ),
-            NoRule::NoMaxOffset(arch) => write!(
-                f,
-                "{arch}: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET here, so it keeps weak callsites"
-            ),
-            NoRule::DynamicFtraceOff => {
-                f.write_str("CONFIG_DYNAMIC_FTRACE is off: the kernel ignores the callsite table")
-            }
-            NoRule::NoVermagic => f.write_str("no vermagic in .modinfo: cannot tell which kernel this module is for"),
-            NoRule::BadRelease(vermagic) => write!(f, "cannot read the kernel release in vermagic {vermagic:?}"),
-            NoRule::TooOld { kernel, lacks } => write!(f, "kernel {kernel} {lacks}"),
-            NoRule::PpcElfV1 => f.write_str("ppc64 ELFv1: the kernel does not check weak callsites"),
-            NoRule::PpcPlainPg => {
-                f.write_str("ppc64 with plain -pg: the kernel does not define FTRACE_MCOUNT_MAX_OFFSET")
-            }
-            NoRule::PpcMcountSection => f.write_str(
-                "ppc with __mcount_loc: -mprofile-kernel and plain -pg cannot be told apart without --kconfig",
-            ),
-        }
-    }
 }
 
 /// User overrides from the command line.
@@ -551,7 +513,7 @@ impl From<NoRule> for Picked {
 /// The row for this module's arch and kernel, and the rule it gives.
 fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'static Row, Rule), Picked> {
     let arch = Arch::from_elf(info.machine, info.is_64)
-        .ok_or(NoRule::UnknownMachine { machine: info.machine, is_64: info.is_64 })?;
+        .ok_or(NoRule::UnknownMachine { machine: info.machine, bits: if info.is_64 { 64 } else { 32 } })?;
     let facts = ARCHES.iter().find(|a| a.arch == arch).ok_or(NoRule::NoMaxOffset(arch))?;
     if let Some(c) = config {
         // A config from another arch has none of this arch's facts: that
@@ -581,7 +543,7 @@ fn pick(image: &[u8], info: &ElfInfo, config: Option<&Kconfig>) -> Result<(&'sta
     let kernel = Release::from_vermagic(vermagic).ok_or_else(|| NoRule::BadRelease(vermagic.to_string()))?;
     let row = ROWS
         .iter()
-        .find(|r| r.arch == arch && r.holds_for(kernel))
+        .find(|r| r.arch == arch && kernel >= r.since && r.until.is_none_or(|until| kernel < until))
         .ok_or(NoRule::TooOld { kernel, lacks: facts.older })?;
     let choice = row.choose.choice(Ctx { image, info, config })?;
     let release = KernelFacts::of(kernel);
@@ -628,7 +590,7 @@ fn apply_overrides(row: &Row, mut rule: Rule, configured: bool, over: &Overrides
         rule.section = PATCHABLE;
     }
     if let Some(max) = over.max_offset {
-        if !rule.criterion.kernel_enforces() {
+        if rule.criterion != Criterion::MaxOffset {
             return Err(Error::Config(format!(
                 "--max-offset {max}: the {} kernel has no FTRACE_MCOUNT_MAX_OFFSET; its rule is containment in a \
                  function symbol",
@@ -694,7 +656,7 @@ mod tests {
     fn containment_rows_start_where_the_source_was_read() {
         // The containment rows were checked against 5.10.223, 6.1.192,
         // 6.12.118 and 7.2.13; their adjusts only pick the neutraliser.
-        for row in ROWS.iter().filter(|r| !r.criterion.kernel_enforces()) {
+        for row in ROWS.iter().filter(|r| r.criterion != Criterion::MaxOffset) {
             assert!(!row.table_needs_config, "{}", row.arch);
             assert!(row.since >= OLDEST_READ, "{}: no source older than 5.10 was read", row.arch);
         }

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use clap::{CommandFactory as _, Parser};
+use clap::Parser;
 
 use crate::process::{CompressedPolicy, SignedPolicy};
 
@@ -112,10 +112,4 @@ fn jobs(s: &str) -> Result<usize, String> {
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
     }
-}
-
-/// The clap definition, for the man page and completions.
-#[must_use]
-pub fn command() -> clap::Command {
-    Cli::command()
 }

@@ -188,25 +188,14 @@ impl<'a> SymbolIndex<'a> {
     }
 }
 
-/// What may put a symbol of another section just before a location.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SectionDoubt {
-    /// Another text section precedes this one in its memory region: a symbol
-    /// at its end may lie within `max` bytes of this section's start.
-    Preceded { by: String },
-    /// A symbol of an earlier section of the region lies past that section's
-    /// end, so it may land anywhere in the sections that follow.
-    Overhang { symbol: String, section: String },
-    /// The first text section of its region, on a kernel whose lookup is
-    /// not bounded by the region: another region may end just before it.
-    RegionStart,
-}
-
 /// Per-section facts the decision needs, indexed by section number.
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
     pub size: Vec<u64>,
-    pub doubt: Vec<Option<SectionDoubt>>,
+    /// What may put a symbol of another section just before a location
+    /// of this one: [`Doubt::Preceded`], [`Doubt::Overhang`] or
+    /// [`Doubt::RegionStart`].
+    pub doubt: Vec<Option<Doubt>>,
     /// Why the module's static functions may have lost their symbols, if
     /// it looks stripped (see [`Doubt::Stripped`]).
     pub stripped: Option<Stripped>,
@@ -233,20 +222,19 @@ impl Layout {
     pub fn new(sections: &[Section], symbols: &SymbolIndex<'_>, region: impl Fn(&str) -> Region) -> Layout {
         let mut doubt = vec![None; sections.len()];
         let mut last: [Option<usize>; 2] = [None, None];
-        let mut overhang: [Option<SectionDoubt>; 2] = [None, None];
+        let mut overhang: [Option<Doubt>; 2] = [None, None];
         for (i, s) in sections.iter().enumerate() {
             if !s.is_alloc_exec() {
                 continue;
             }
             let r = region(&s.name) as usize;
-            doubt[i] = overhang[r]
-                .clone()
-                .or_else(|| last[r].map(|p| SectionDoubt::Preceded { by: sections[p].name.clone() }));
+            doubt[i] =
+                overhang[r].clone().or_else(|| last[r].map(|p| Doubt::Preceded { by: sections[p].name.clone() }));
             last[r] = Some(i);
             if overhang[r].is_none() {
                 // The highest symbol of the section is past its end if any is.
                 if let Some(sym) = symbols.in_section(i as u32).next_back().filter(|sym| sym.value > s.size) {
-                    overhang[r] = Some(SectionDoubt::Overhang {
+                    overhang[r] = Some(Doubt::Overhang {
                         symbol: String::from_utf8_lossy(symbols.name(&sym)).into_owned(),
                         section: s.name.clone(),
                     });
@@ -267,7 +255,7 @@ impl Layout {
             for (i, s) in sections.iter().enumerate().filter(|(_, s)| s.is_alloc_exec()) {
                 let r = rule.region(&s.name) as usize;
                 if !std::mem::replace(&mut seen[r], true) {
-                    layout.doubt[i].get_or_insert(SectionDoubt::RegionStart);
+                    layout.doubt[i].get_or_insert(Doubt::RegionStart);
                 }
             }
         }
@@ -282,9 +270,11 @@ pub enum Doubt {
     Odd(Odd),
     /// The record ip lies past the end of its section.
     PastEnd { ip: u64 },
-    /// Near the start of a section that another precedes in its region.
-    Preceded { max: u64, by: String },
-    /// A symbol of an earlier section lies past that section's end.
+    /// Within the max offset of the start of a section that another
+    /// precedes in its region: a symbol at that one's end may be nearest.
+    Preceded { by: String },
+    /// A symbol of an earlier section of the region lies past that
+    /// section's end, so it may land anywhere in the sections that follow.
     Overhang { symbol: String, section: String },
     /// The nearest symbol is not a function with a size: the location may
     /// lie inside it.
@@ -293,9 +283,10 @@ pub enum Doubt {
     /// hence no extent to test, and the kernel keeps and traces their
     /// records.
     Stripped(Stripped),
-    /// Near the start of a memory region, on a kernel that may find the
-    /// nearest symbol in another region.
-    RegionStart { max: u64 },
+    /// Within the max offset of the start of a memory region, on a kernel
+    /// that may find the nearest symbol in another region, which may end
+    /// just before it.
+    RegionStart,
 }
 
 /// Which rule found a dead entry.
@@ -343,21 +334,13 @@ pub fn decide<'a>(input: &Input, symbols: &SymbolIndex<'a>, layout: &Layout, max
         }
         let size = layout.size.get(section as usize).copied().unwrap_or(0);
         let section_doubt = layout.doubt.get(section as usize).and_then(Option::as_ref);
+        // Another section's symbol can only be the nearest one where the
+        // section's own has none within `max`, unless it overhangs.
+        let near_start = nearest.is_none() && ip <= max;
         if ip >= size {
             doubt.get_or_insert(Doubt::PastEnd { ip });
-        } else {
-            match section_doubt {
-                Some(SectionDoubt::Preceded { by }) if nearest.is_none() && ip <= max => {
-                    doubt.get_or_insert_with(|| Doubt::Preceded { max, by: by.clone() });
-                }
-                Some(SectionDoubt::Overhang { symbol, section }) => {
-                    doubt.get_or_insert_with(|| Doubt::Overhang { symbol: symbol.clone(), section: section.clone() });
-                }
-                Some(SectionDoubt::RegionStart) if nearest.is_none() && ip <= max => {
-                    doubt.get_or_insert(Doubt::RegionStart { max });
-                }
-                _ => {}
-            }
+        } else if let Some(d) = section_doubt.filter(|d| near_start || matches!(d, Doubt::Overhang { .. })) {
+            doubt.get_or_insert_with(|| d.clone());
         }
         first_miss.get_or_insert((nearest, ip));
     }
@@ -428,7 +411,7 @@ pub fn checked_and_contained<'a>(input: &Input, symbols: &SymbolIndex<'a>, layou
     }
     let verdict = decide(input, symbols, layout, max);
     let layout_doubt =
-        matches!(verdict, Verdict::Doubt(Doubt::Preceded { .. } | Doubt::Overhang { .. } | Doubt::RegionStart { .. }));
+        matches!(verdict, Verdict::Doubt(Doubt::Preceded { .. } | Doubt::Overhang { .. } | Doubt::RegionStart));
     let &Input::Ips { section, ips, count } = input else { return verdict };
     // The one search above has failed: ask every function (an alias
     // without a size may come first, a symbol may nest in a function).
@@ -583,7 +566,7 @@ pub(crate) mod tests {
     fn near_the_start_of_a_section_that_follows_another_is_kept() {
         let (s, l) =
             setup(&[sym(1, 0x10, "f"), sym(2, 0x40, "g")], vec![text(".text", 0x100), text(".noinstr.text", 0x100)]);
-        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(Doubt::Preceded { max: 4, by: ".text".into() }));
+        assert_eq!(decide(&at(2, 0), &s, &l, 4), Verdict::Doubt(Doubt::Preceded { by: ".text".into() }));
         assert!(matches!(decide(&at(2, 4), &s, &l, 4), Verdict::Doubt(_)));
         // One byte further, no symbol of .text can be within 4 bytes.
         assert_eq!(decide(&at(2, 5), &s, &l, 4), Verdict::Dead { nearest: None, distance: 0, by: Found::KernelCheck });
@@ -618,7 +601,7 @@ pub(crate) mod tests {
 
     #[test]
     fn mapping_symbols_are_not_lookup_symbols() {
-        use crate::elf::is_mapping_symbol;
+        let is_mapping_symbol = |name: &[u8]| crate::elf::Mapping::All.skips(name);
         for name in [".L__sym", "L0\u{1}", "$x", "$d.1"] {
             assert!(is_mapping_symbol(name.as_bytes()), "{name}");
         }

@@ -140,12 +140,6 @@ impl ElfInfo {
         if self.big_endian { Endianness::Big } else { Endianness::Little }
     }
 
-    /// A word of the module (4 or 8 bytes), in its byte order.
-    #[must_use]
-    pub fn read_word(&self, bytes: &[u8]) -> u64 {
-        read_uint(bytes, self.big_endian)
-    }
-
     /// A word's bytes, in the module's byte order and width.
     #[must_use]
     pub fn word_bytes(&self, value: u64) -> Vec<u8> {
@@ -223,12 +217,6 @@ impl Mapping {
     }
 }
 
-/// 7.2's mapping symbols (`is_mapping_symbol()`).
-#[must_use]
-pub fn is_mapping_symbol(name: &[u8]) -> bool {
-    Mapping::All.skips(name)
-}
-
 /// Where a callsite relocation points, or why we cannot trust it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -247,77 +235,40 @@ impl Target {
 }
 
 /// Why a callsite relocation is not the plain shape the rule is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Odd {
-    Unaligned {
-        offset: u64,
-    },
-    RelocType {
-        r_type: u32,
-        abs_type: u32,
-    },
+    #[error("relocation at {offset:#x} is not word-aligned")]
+    Unaligned { offset: u64 },
+    #[error("relocation type {r_type} is not the absolute word type {abs_type}")]
+    RelocType { r_type: u32, abs_type: u32 },
     /// The `x86_64` loader refuses to relocate a non-zero word.
-    NonZeroWord {
-        value: u64,
-    },
+    #[error("word is {value:#x}, not zero, under a RELA relocation")]
+    NonZeroWord { value: u64 },
+    #[error("relocation against the null symbol")]
     NullSymbol,
-    SymbolOutOfRange {
-        symbol: u32,
-    },
+    #[error("symbol {symbol} is out of range")]
+    SymbolOutOfRange { symbol: u32 },
+    #[error("relocation against an undefined symbol")]
     Undefined,
+    #[error("relocation against an absolute symbol")]
     Absolute,
+    #[error("relocation against a common symbol")]
     Common,
+    #[error("relocation against a weak symbol")]
     Weak,
-    NoSectionIndex {
-        symbol: u32,
-        shndx: u16,
-    },
-    NoSuchSection {
-        symbol: u32,
-        section: usize,
-    },
-    NotCode {
-        section: String,
-    },
-    NoBits {
-        section: String,
-    },
-    Outside {
-        section: String,
-        offset: i128,
-    },
+    #[error("symbol {symbol} has no usable section index ({shndx})")]
+    NoSectionIndex { symbol: u32, shndx: u16 },
+    #[error("symbol {symbol} is in section {section}, which does not exist")]
+    NoSuchSection { symbol: u32, section: usize },
+    #[error("target section {section} is not allocated executable code")]
+    NotCode { section: String },
+    #[error("target section {section} has no bytes in the file (SHT_NOBITS)")]
+    NoBits { section: String },
+    #[error("target {section}{offset:+#x} lies outside its section")]
+    Outside { section: String, offset: i128 },
     /// Two relocations on the word at `offset` of the table.
-    SharedWord {
-        offset: u64,
-    },
-}
-
-impl std::fmt::Display for Odd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Odd::Unaligned { offset } => write!(f, "relocation at {offset:#x} is not word-aligned"),
-            Odd::RelocType { r_type, abs_type } => {
-                write!(f, "relocation type {r_type} is not the absolute word type {abs_type}")
-            }
-            Odd::NonZeroWord { value } => write!(f, "word is {value:#x}, not zero, under a RELA relocation"),
-            Odd::NullSymbol => f.write_str("relocation against the null symbol"),
-            Odd::SymbolOutOfRange { symbol } => write!(f, "symbol {symbol} is out of range"),
-            Odd::Undefined => f.write_str("relocation against an undefined symbol"),
-            Odd::Absolute => f.write_str("relocation against an absolute symbol"),
-            Odd::Common => f.write_str("relocation against a common symbol"),
-            Odd::Weak => f.write_str("relocation against a weak symbol"),
-            Odd::NoSectionIndex { symbol, shndx } => {
-                write!(f, "symbol {symbol} has no usable section index ({shndx})")
-            }
-            Odd::NoSuchSection { symbol, section } => {
-                write!(f, "symbol {symbol} is in section {section}, which does not exist")
-            }
-            Odd::NotCode { section } => write!(f, "target section {section} is not allocated executable code"),
-            Odd::NoBits { section } => write!(f, "target section {section} has no bytes in the file (SHT_NOBITS)"),
-            Odd::Outside { section, offset } => write!(f, "target {section}{offset:+#x} lies outside its section"),
-            Odd::SharedWord { offset } => write!(f, "two relocations hit the word at {offset:#x}"),
-        }
-    }
+    #[error("two relocations hit the word at {offset:#x}")]
+    SharedWord { offset: u64 },
 }
 
 /// One relocated word of the callsite table.
@@ -358,13 +309,6 @@ pub struct Extracted<'a> {
     /// Local function symbols: they vanish under `strip --strip-unneeded`,
     /// and with them the names of static functions.
     pub local_functions: usize,
-}
-
-impl Extracted<'_> {
-    #[must_use]
-    pub fn stripped_locals(&self) -> bool {
-        self.local_functions == 0
-    }
 }
 
 /// What reading a callsite table found: by [`extract`], the table with
@@ -616,29 +560,15 @@ fn info_generic<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Elf
         }
         out.push(s);
     }
-    let shoff: u64 = header.e_shoff(endian).into();
-    let info = ElfInfo {
+    Ok(ElfInfo {
         is_64: header.is_type_64(),
         big_endian: endian == Endianness::Big,
         machine: header.e_machine(endian),
         e_flags: header.e_flags(endian),
-        shoff,
+        shoff: header.e_shoff(endian).into(),
         shentsize,
         vermagic: vermagic(data, &out),
         sections: out,
-    };
-    Ok(info)
-}
-
-/// The NUL-separated strings of a `.modinfo` section, each with its byte
-/// offset in the section, runs of NULs as empty strings: the way the
-/// kernel's `get_modinfo()` and kmod read it.
-pub fn modinfo_strings(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
-    let mut pos = 0;
-    bytes.split(|&b| b == 0).map(move |s| {
-        let at = pos;
-        pos += s.len() + 1;
-        (at, s)
     })
 }
 
@@ -683,33 +613,26 @@ fn next_nul(bytes: &[u8]) -> usize {
     at + bytes[at..].iter().position(|&b| b == 0).unwrap_or(bytes.len() - at)
 }
 
-/// Which relocation section applies to the callsite table.
-enum RelocSection<T> {
-    /// Its index, validated against the rule's shape.
-    At(usize),
-    /// None we could act on: why, as the extraction's answer.
-    None(Extraction<T>),
-}
-
-/// The relocation section that applies to the callsite table, validated
-/// against the rule's shape, or why there is none we could act on.
+/// The index of the relocation section that applies to the callsite
+/// table, validated against the rule's shape, or why there is none we
+/// could act on, as the extraction's answer.
 fn reloc_section<Elf: FileHeader<Endian = Endianness>, T>(
     info: &ElfInfo,
     callsite: usize,
     shape: RelocShape,
-) -> Result<RelocSection<T>, Error> {
+) -> Result<Result<usize, Extraction<T>>, Error> {
     let cs = &info.sections[callsite];
     let relsecs: Vec<usize> = info.relocation_sections_for(callsite).map(|(i, _)| i).collect();
     let index = match relsecs.as_slice() {
         [] => {
-            return Ok(RelocSection::None(Extraction::NoRelocations(format!(
+            return Ok(Err(Extraction::NoRelocations(format!(
                 "{} has no relocation section: nothing the loader would relocate",
                 cs.name
             ))));
         }
         [one] => *one,
         _ => {
-            return Ok(RelocSection::None(Extraction::Unsupported(format!(
+            return Ok(Err(Extraction::Unsupported(format!(
                 "{} relocation sections apply to {}; left alone",
                 relsecs.len(),
                 cs.name
@@ -719,7 +642,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>, T>(
     let rs = &info.sections[index];
     let wanted = if shape.rela { elf::SHT_RELA } else { elf::SHT_REL };
     if rs.sh_type != wanted {
-        return Ok(RelocSection::None(Extraction::Unsupported(format!(
+        return Ok(Err(Extraction::Unsupported(format!(
             "{} is {} but this architecture's modules use {}; left alone",
             rs.name,
             if rs.sh_type == elf::SHT_RELA { "SHT_RELA" } else { "SHT_REL" },
@@ -736,7 +659,7 @@ fn reloc_section<Elf: FileHeader<Endian = Endianness>, T>(
             rs.name, rs.size
         )));
     }
-    Ok(RelocSection::At(index))
+    Ok(Ok(index))
 }
 
 fn reloc_entsize<Elf: FileHeader>(shape: RelocShape) -> u64 {
@@ -796,8 +719,8 @@ fn read_generic<'a, Elf: FileHeader<Endian = Endianness>, V: Visit>(
     }
     let table = section_table::<Elf>(data, info)?;
     let reloc_section = match reloc_section::<Elf, Read<'a>>(info, callsite, shape)? {
-        RelocSection::At(index) => index,
-        RelocSection::None(none) => return Ok(none),
+        Ok(index) => index,
+        Err(none) => return Ok(none),
     };
     let rs = &info.sections[reloc_section];
     let (symtab, symsec) = symbol_table::<Elf>(data, info, &table, rs)?;
@@ -899,7 +822,11 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
         // does finding two relocations on one word need a sort.
         let mut ascending = true;
         let mut previous: Option<u64> = None;
-        let mut resolved = Resolved::default();
+        // The last relocation symbol resolved: callsite relocations name
+        // the same few symbols (the section symbol of `.text`, mostly)
+        // thousands of times, and what a symbol resolves to does not
+        // depend on the addend.
+        let mut last: Option<(u32, Base)> = None;
         for (i, r) in relocs.enumerate() {
             let r_offset = r.offset;
             if r_offset >= cs.size || cs.size - r_offset < word {
@@ -932,9 +859,14 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
                     // The x86_64 loader refuses to relocate a non-zero word; we
                     // do not guess what such a module means.
                     Some(_) if word_value != 0 => Target::odd(Odd::NonZeroWord { value: word_value }),
-                    Some(a) => resolved.get(symtab, info, r.r_sym).place(info, a),
-                    // REL: the addend is the word itself, read as signed.
-                    None => resolved.get(symtab, info, r.r_sym).place(info, info.signed_word(word_value)),
+                    addend => {
+                        if last.as_ref().is_none_or(|&(s, _)| s != r.r_sym) {
+                            last = Some((r.r_sym, resolve_symbol(symtab, info, r.r_sym)));
+                        }
+                        let base = &last.as_ref().expect("just set").1;
+                        // REL: the addend is the word itself, read as signed.
+                        place(base, info, addend.unwrap_or_else(|| info.signed_word(word_value)))
+                    }
                 }
             };
             if let Some(prev) = previous {
@@ -950,61 +882,31 @@ impl<Elf: FileHeader<Endian = Endianness>> Site<'_, '_, Elf> {
     }
 }
 
-/// The last relocation symbol resolved: callsite relocations name the
-/// same few symbols (the section symbol of `.text`, mostly) thousands of
-/// times, and what a symbol resolves to does not depend on the addend.
-#[derive(Default)]
-struct Resolved {
-    last: Option<(u32, Base)>,
-}
-
 /// A relocation symbol's section (with that section's size, so that
 /// placing a location needs no look at the section table) and value, or
 /// why it cannot be a callsite's.
 type Base = Result<(usize, u64, i64), Target>;
 
-impl Resolved {
-    // Called once per callsite, in the relocation walk, where a call's
-    // spills and reloads would outweigh its work; the compiler leaves it
-    // out of line unless told.
-    #[allow(clippy::inline_always, reason = "once per callsite in the relocation walk: see above")]
-    #[inline(always)]
-    fn get<Elf: FileHeader<Endian = Endianness>>(
-        &mut self,
-        symtab: &SymbolTable<'_, Elf>,
-        info: &ElfInfo,
-        r_sym: u32,
-    ) -> &Base {
-        if self.last.as_ref().is_none_or(|(s, _)| *s != r_sym) {
-            self.last = Some((r_sym, resolve_symbol(symtab, info, r_sym)));
-        }
-        &self.last.as_ref().expect("just set").1
-    }
-}
-
 /// Where `symbol + addend` lands, given what the symbol resolved to.
-trait Place {
-    fn place(&self, info: &ElfInfo, addend: i64) -> Target;
-}
-
-impl Place for Base {
-    #[allow(clippy::inline_always, reason = "as Resolved::get: once per callsite in the relocation walk")]
-    #[inline(always)]
-    fn place(&self, info: &ElfInfo, addend: i64) -> Target {
-        let &(section, size, value) = match self {
-            Ok(at) => at,
-            Err(odd) => return odd.clone(),
-        };
-        // Inside the section only if the sum is in 0..size, and size is
-        // below 2^63 (the section lies in the file): where the i64 sum
-        // overflows, the location is outside whatever its true value.
-        match value.checked_add(addend).map(u64::try_from) {
-            Some(Ok(offset)) if offset < size => Target::At { section: section as u32, offset },
-            _ => Target::odd(Odd::Outside {
-                section: info.sections[section].name.clone(),
-                offset: i128::from(value) + i128::from(addend),
-            }),
-        }
+// Called once per callsite, in the relocation walk, where a call's spills
+// and reloads would outweigh its work; the compiler leaves it out of line
+// unless told.
+#[allow(clippy::inline_always, reason = "once per callsite in the relocation walk: see above")]
+#[inline(always)]
+fn place(base: &Base, info: &ElfInfo, addend: i64) -> Target {
+    let &(section, size, value) = match base {
+        Ok(at) => at,
+        Err(odd) => return odd.clone(),
+    };
+    // Inside the section only if the sum is in 0..size, and size is
+    // below 2^63 (the section lies in the file): where the i64 sum
+    // overflows, the location is outside whatever its true value.
+    match value.checked_add(addend).map(u64::try_from) {
+        Some(Ok(offset)) if offset < size => Target::At { section: section as u32, offset },
+        _ => Target::odd(Odd::Outside {
+            section: info.sections[section].name.clone(),
+            offset: i128::from(value) + i128::from(addend),
+        }),
     }
 }
 
@@ -1069,16 +971,16 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>, V: Visit>(
         symtab.symbol_section(info.endian(), sym, object::SymbolIndex(index)).ok().flatten().map(|s| s.0)
     };
     let exec: Vec<bool> = info.sections.iter().map(Section::is_alloc_exec).collect();
-    let walk = Walk { exec: &exec, strings, mapping };
     // The same bytes, read as symbols of a byte order known at compile
     // time: the walk then tests no byte order per field. Aligned as
     // `object` checked them, since the types differ in that order only.
     let bytes = object::pod::bytes_of_slice(symtab.symbols());
     let cast = |()| malformed("symbol table");
     macro_rules! walk {
-        ($t:ty, $e:expr) => {
-            walk.run(object::pod::slice_from_all_bytes::<$t>(bytes).map_err(cast)?, $e, xindex, visit)
-        };
+        ($t:ty, $e:expr) => {{
+            let symbols = object::pod::slice_from_all_bytes::<$t>(bytes).map_err(cast)?;
+            walk_symbols(symbols, $e, &exec, strings, mapping, xindex, visit)
+        }};
     }
     match (info.is_64, info.big_endian) {
         (true, false) => walk!(Sym64<Le>, Le),
@@ -1088,60 +990,54 @@ fn lookup_symbols<Elf: FileHeader<Endian = Endianness>, V: Visit>(
     }
 }
 
-/// One pass over the symbol table for [`lookup_symbols`].
-struct Walk<'w> {
-    /// By section index: allocated executable code.
-    exec: &'w [bool],
-    strings: &'w [u8],
+/// One pass over the symbol table for [`lookup_symbols`]; `exec` says by
+/// section index which sections are allocated executable code.
+fn walk_symbols<S: Sym, V: Visit>(
+    symbols: &[S],
+    endian: S::Endian,
+    exec: &[bool],
+    strings: &[u8],
     mapping: Mapping,
-}
-
-impl Walk<'_> {
-    fn run<S: Sym, V: Visit>(
-        &self,
-        symbols: &[S],
-        endian: S::Endian,
-        xindex: impl Fn(usize) -> Option<usize>,
-        visit: &mut V,
-    ) -> Result<(usize, bool), Error> {
-        let mut local_functions = 0;
-        for (index, sym) in symbols.iter().enumerate().skip(1) {
-            if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
-                local_functions += 1;
+    xindex: impl Fn(usize) -> Option<usize>,
+    visit: &mut V,
+) -> Result<(usize, bool), Error> {
+    let mut local_functions = 0;
+    for (index, sym) in symbols.iter().enumerate().skip(1) {
+        if sym.st_type() == elf::STT_FUNC && sym.st_bind() == elf::STB_LOCAL {
+            local_functions += 1;
+        }
+        let shndx = sym.st_shndx(endian);
+        if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
+            continue;
+        }
+        let name = sym.st_name(endian);
+        if name as usize >= strings.len() {
+            return Err(malformed(format!("symbol {index} has a bad name offset")));
+        }
+        let section = if shndx == elf::SHN_XINDEX {
+            match xindex(index) {
+                Some(s) => s,
+                None => continue,
             }
-            let shndx = sym.st_shndx(endian);
-            if shndx == elf::SHN_UNDEF || (shndx >= elf::SHN_LORESERVE && shndx != elf::SHN_XINDEX) {
-                continue;
-            }
-            let name = sym.st_name(endian);
-            if name as usize >= self.strings.len() {
-                return Err(malformed(format!("symbol {index} has a bad name offset")));
-            }
-            let section = if shndx == elf::SHN_XINDEX {
-                match xindex(index) {
-                    Some(s) => s,
-                    None => continue,
-                }
-            } else {
-                usize::from(shndx)
-            };
-            // Outside code: skipped whatever its name, which is not read.
-            if self.exec.get(section) != Some(&true) {
-                continue;
-            }
-            // The table ends with a NUL, so the first three bytes decide.
-            let head = &self.strings[name as usize..];
-            let head = &head[..head.len().min(3)];
-            if head[0] != 0 && !self.mapping.skips(head) {
-                let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
-                let value = sym.st_value(endian).into();
-                if visit.symbol(LookupSymbol { section: section as u32, value, name, size }).is_break() {
-                    return Ok((local_functions, true));
-                }
+        } else {
+            usize::from(shndx)
+        };
+        // Outside code: skipped whatever its name, which is not read.
+        if exec.get(section) != Some(&true) {
+            continue;
+        }
+        // The table ends with a NUL, so the first three bytes decide.
+        let head = &strings[name as usize..];
+        let head = &head[..head.len().min(3)];
+        if head[0] != 0 && !mapping.skips(head) {
+            let size = if sym.st_type() == elf::STT_FUNC { sym.st_size(endian).into() } else { 0 };
+            let value = sym.st_value(endian).into();
+            if visit.symbol(LookupSymbol { section: section as u32, value, name, size }).is_break() {
+                return Ok((local_functions, true));
             }
         }
-        Ok((local_functions, false))
     }
+    Ok((local_functions, false))
 }
 
 /// The symbol table's string table, which must end with a NUL so that
@@ -1221,25 +1117,11 @@ pub struct TableSymbol {
     pub value: u64,
 }
 
-/// What a drop must move with the callsite table's words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TableSymbols {
-    /// The symbols defined in the table, all local and unrelocated against:
-    /// a drop moves them down with their words.
-    Movable(Vec<TableSymbol>),
-    /// Why a drop could not keep what points into the table right.
-    Pinned(String),
-}
-
-impl TableSymbols {
-    /// The symbols, or why they cannot move.
-    pub fn movable(self) -> Result<Vec<TableSymbol>, String> {
-        match self {
-            TableSymbols::Movable(symbols) => Ok(symbols),
-            TableSymbols::Pinned(why) => Err(why),
-        }
-    }
-}
+/// What a drop must move with the callsite table's words: the symbols
+/// defined in the table, all local and unrelocated against, which move
+/// down with their words; or why a drop could not keep what points into
+/// the table right.
+pub type TableSymbols = Result<Vec<TableSymbol>, String>;
 
 /// The symbols defined in the callsite table, for a drop, or why a drop
 /// could not keep what points into the table right: a symbol other modules
@@ -1276,7 +1158,7 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
             continue;
         }
         if sym.st_bind() != elf::STB_LOCAL {
-            return Ok(TableSymbols::Pinned(format!("symbol {} is defined in {} and is not local", index.0, cs.name)));
+            return Ok(Err(format!("symbol {} is defined in {} and is not local", index.0, cs.name)));
         }
         inside[index.0] = true;
         let value_field = symsec.offset + index.0 as u64 * symsec.entsize + value_at;
@@ -1288,10 +1170,10 @@ fn table_symbols_generic<Elf: FileHeader<Endian = Endianness>>(
         }
         let hits = relocation_symbols(data, info, &table, i, s)?;
         if hits.iter().any(|&sym| inside.get(sym as usize) == Some(&true)) {
-            return Ok(TableSymbols::Pinned(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
+            return Ok(Err(format!("{} relocates against a symbol defined in {}", s.name, cs.name)));
         }
     }
-    Ok(TableSymbols::Movable(out))
+    Ok(Ok(out))
 }
 
 /// The symbol index each relocation of section `i` (REL or RELA, `s`)
@@ -1393,7 +1275,7 @@ fn only_relocated_locals_generic<Elf: FileHeader<Endian = Endianness>>(
             && !matches!(sym.st_type(), elf::STT_SECTION | elf::STT_FILE)
             && !named[index.0]
             && head.first().is_some_and(|&c| c != 0)
-            && !is_mapping_symbol(head)
+            && !Mapping::All.skips(head)
     });
     Ok(!unnamed)
 }
@@ -1404,9 +1286,11 @@ mod tests {
 
     #[test]
     fn vermagic_is_the_first_string_with_the_key_wherever_it_lies() {
+        // The NUL-separated strings, as the kernel's `get_modinfo()` reads them.
         let reference = |bytes: &[u8]| {
-            modinfo_strings(bytes)
-                .find_map(|(_, kv)| kv.strip_prefix(b"vermagic="))
+            bytes
+                .split(|&b| b == 0)
+                .find_map(|kv| kv.strip_prefix(b"vermagic="))
                 .map(|v| String::from_utf8_lossy(v).into_owned())
         };
         let mut found = 0;

@@ -9,7 +9,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::compress::{self, Format};
 use crate::error::Error;
@@ -174,18 +174,6 @@ fn flock(file: &File, shared: bool) -> std::io::Result<()> {
     }
 }
 
-/// The file a rename into place must replace: through a symlink, the file
-/// it points to, not the link. And only a file we may write, as in place:
-/// a writable directory must not let us replace a read-only file.
-fn replace_target(path: &Path) -> Result<PathBuf, Error> {
-    let dest = fs::canonicalize(path)?;
-    OpenOptions::new()
-        .write(true)
-        .open(&dest)
-        .map_err(|e| Error::IoAt { what: "cannot open for writing (file left unchanged)", source: e })?;
-    Ok(dest)
-}
-
 /// Write `bytes` beside `path`, fsync, and rename over it: a kill at any
 /// moment leaves the old or the new file. The caller holds the lock, and
 /// only a lock holder writes a temporary file for this path, so any other
@@ -195,7 +183,14 @@ fn replace_atomically(path: &Path, bytes: &[u8], like: &File, keep_mtime: bool) 
     if links > 1 {
         return Err(Error::HardLinks(links));
     }
-    let dest = replace_target(path)?;
+    // Through a symlink, the file it points to is replaced, not the link.
+    // And only a file we may write, as in place: a writable directory must
+    // not let us replace a read-only file.
+    let dest = fs::canonicalize(path)?;
+    OpenOptions::new()
+        .write(true)
+        .open(&dest)
+        .map_err(|e| Error::IoAt { what: "cannot open for writing (file left unchanged)", source: e })?;
     let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let stale = format!(".{name}.zwm-");
     if let Some(dir) = dest.parent().and_then(|d| fs::read_dir(d).ok()) {

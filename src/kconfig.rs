@@ -57,12 +57,6 @@ impl Kconfig {
         Kconfig { values, release, arch }
     }
 
-    /// The value of `CONFIG_<name>`, quotes removed.
-    #[must_use]
-    pub fn value(&self, name: &str) -> Option<&str> {
-        self.values.get(name).map(String::as_str)
-    }
-
     /// Whether `CONFIG_<name>` is `y` or `m`.
     pub fn enabled(&self, name: &str) -> bool {
         matches!(self.values.get(name).map(String::as_str), Some("y" | "m"))

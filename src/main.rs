@@ -9,7 +9,7 @@ use zero_weak_mcount::arch::Overrides;
 use zero_weak_mcount::cli::{Cli, Format};
 use zero_weak_mcount::error::Error;
 use zero_weak_mcount::kconfig::Kconfig;
-use zero_weak_mcount::process::{Options, Outcome, Tally};
+use zero_weak_mcount::process::{Analysis, Options, Outcome, Tally};
 use zero_weak_mcount::render::{self, Human, Usage, Walked};
 use zero_weak_mcount::{risk, stop, walk};
 
@@ -70,7 +70,8 @@ fn run() -> u8 {
     // the cgroup's files, which costs more than a small module's work.
     let jobs = if files.len() > 1 { cli.jobs.unwrap_or_else(walk::default_jobs) } else { 1 };
     let total = files.len();
-    let mut progress = (tree && std::io::stderr().is_terminal()).then(|| Progress::new(total));
+    let mut progress =
+        (tree && std::io::stderr().is_terminal()).then(|| Progress { total, shown: (0, Instant::now()), drawn: false });
     let mut tally = Tally::default();
     let done = walk::parallel(
         &files,
@@ -169,10 +170,6 @@ struct Progress {
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 impl Progress {
-    fn new(total: usize) -> Progress {
-        Progress { total, shown: (0, Instant::now()), drawn: false }
-    }
-
     fn done(&mut self, n: usize) {
         let now = Instant::now();
         if n > self.shown.0 && now.duration_since(self.shown.1) >= PROGRESS_EVERY {
@@ -219,15 +216,9 @@ fn inputs(cli: &Cli) -> Result<Inputs, String> {
                         // An error like any module's, and in the JSON an
                         // error object: a mistyped path fails the step.
                         walk_failed = true;
-                        let shown = path.display().to_string();
                         let err = Err(Error::FatalWarning(render::NO_MODULES.into()));
-                        let json = (cli.format == Format::Json).then(|| render::json(&shown, &err, cli.check));
-                        print_done(&Done {
-                            lines: render::human(&shown, &err, Human::default()),
-                            json,
-                            outcome: Err(()),
-                            at_risk: 0,
-                        });
+                        let json = cli.format == Format::Json;
+                        print_done(&done(&path.display().to_string(), err, Human::default(), json, cli.check));
                     } else if found.modules.is_empty() {
                         say(&render::walked(path, Walked::Empty));
                     }
@@ -273,12 +264,17 @@ fn print_done(done: &Done) {
 
 fn run_one(path: &Path, output: Option<&Path>, opts: &Options, tree: bool, format: Format) -> Done {
     let result = zero_weak_mcount::file::process_file(path, output, opts);
-    let shown = path.display().to_string();
     let json = format == Format::Json;
     // With JSON on stdout, stderr keeps the warnings, notes and errors.
     let how = Human { check: opts.check && !json, verbose: opts.verbose && !json, tree };
-    let lines = render::human(&shown, &result, how);
-    let json = json.then(|| render::json(&shown, &result, opts.check));
+    done(&path.display().to_string(), result, how, json, opts.check)
+}
+
+/// What a file's result prints (its JSON line too, with `json`), and how
+/// it counts.
+fn done(shown: &str, result: Result<Analysis, Error>, how: Human, json: bool, check: bool) -> Done {
+    let lines = render::human(shown, &result, how);
+    let json = json.then(|| render::json(shown, &result, check));
     let at_risk = result.as_ref().map_or(0, |a| risk::by_function(&a.report.at_risk).count());
     Done { lines, json, outcome: result.map(|a| a.outcome).map_err(|_| ()), at_risk }
 }

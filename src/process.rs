@@ -8,12 +8,12 @@
 use crate::arch::{self, Overrides, Scope};
 use crate::compress::Format;
 use crate::decide::{self, Layout, Stripped, SymbolIndex, Verdict};
-use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, TableSymbols, Target};
+use crate::elf::{self, Callsite, ElfInfo, Entry, Extraction, Target};
 use crate::error::Error;
 use crate::kconfig::Kconfig;
 use crate::kept;
 use crate::plan::{self, Plan};
-use crate::report::{Counts, Finding, Location, Report, RuleFacts};
+use crate::report::{Counts, Finding, Location, Report};
 use crate::risk::{self, AtRisk, Record};
 use crate::rule::{Adjust, Input, Neutraliser, PatchSite, Rule};
 use crate::signature;
@@ -160,11 +160,11 @@ fn analyze_module(data: &[u8], opts: &Options) -> Result<Analysis, Error> {
 
     let info = elf::parse_info(image)?;
     warnings.extend(opts.kconfig.as_ref().and_then(|c| other_release(c, &info)));
-    let decided = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
-        Scope::NoRule(why) => Decided::left(LeftAlone::NoRule, why.to_string()),
+    let mut analysis = match arch::rule_for(image, &info, opts.kconfig.as_ref(), &opts.overrides)? {
+        Scope::NoRule(why) => Analysis::nothing(Some(LeftAlone::NoRule), why.to_string()),
         Scope::Act(rule) => decide_module(image, &info, &rule, opts, &mut warnings)?,
     };
-    let mut analysis = decided.finish(warnings);
+    analysis.warnings = warnings;
     analysis.report.signed = signed_len.is_some();
     match signed_len {
         Some(len) => signed(analysis, len as u64, opts.signed, opts.check),
@@ -230,53 +230,32 @@ pub const COMPRESSED_ADVICE: &str =
 impl Analysis {
     #[must_use]
     pub fn skipped(kind: LeftAlone, reason: String, warnings: Vec<String>) -> Analysis {
-        Analysis {
-            plan: Plan::default(),
-            report: Report::nothing(reason.clone()),
-            outcome: Outcome::Skipped(kind, reason),
-            warnings,
-            notes: Vec::new(),
-        }
-    }
-}
-
-/// What deciding the entries found, before the signature is settled;
-/// [`Decided::finish`] builds the outcome from it once.
-struct Decided {
-    /// The writes that neutralise entries.
-    plan: Plan,
-    neutralised: usize,
-    /// Left alone on purpose, and why.
-    left: Option<(LeftAlone, String)>,
-    report: Report,
-}
-
-impl Decided {
-    fn unchanged(reason: &str) -> Decided {
-        Decided { plan: Plan::default(), neutralised: 0, left: None, report: Report::nothing(reason.to_string()) }
+        Analysis { warnings, ..Analysis::nothing(Some(kind), reason) }
     }
 
-    fn left(kind: LeftAlone, reason: String) -> Decided {
-        let base = Decided::unchanged(&reason);
-        Decided { left: Some((kind, reason)), ..base }
+    /// Nothing to write, for this reason: left alone on purpose (`kind`),
+    /// or with nothing to do.
+    fn nothing(kind: Option<LeftAlone>, reason: String) -> Analysis {
+        let report = Report::nothing(reason.clone());
+        let outcome = kind.map_or(Outcome::Unchanged, |kind| Outcome::Skipped(kind, reason));
+        Analysis { outcome, ..Analysis::planned(Plan::default(), 0, report) }
     }
 
-    /// With what was learnt of the module before it was left alone.
-    fn with(self, rule: &Rule, report: Report) -> Decided {
-        let nothing = self.report.nothing;
-        Decided { report: Report { rule: Some(facts(rule)), nothing, ..report }, ..self }
-    }
-
-    fn finish(self, warnings: Vec<String>) -> Analysis {
-        let Decided { plan, neutralised, left, report } = self;
+    /// `plan`'s writes, which neutralise that many entries; the warnings
+    /// and the signature are settled by the caller.
+    fn planned(plan: Plan, neutralised: usize, report: Report) -> Analysis {
         let outcome = if neutralised > 0 {
             Outcome::Changed { neutralised, stripped: false, signed: false }
-        } else if let Some((kind, why)) = left {
-            Outcome::Skipped(kind, why)
         } else {
             Outcome::Unchanged
         };
-        Analysis { plan, outcome, report, warnings, notes: Vec::new() }
+        Analysis { plan, outcome, report, warnings: Vec::new(), notes: Vec::new() }
+    }
+
+    /// With what was learnt of the module before it was left alone.
+    fn with(self, rule: &Rule, report: Report) -> Analysis {
+        let nothing = self.report.nothing;
+        Analysis { report: Report { rule: Some(rule.clone()), nothing, ..report }, ..self }
     }
 }
 
@@ -286,7 +265,7 @@ fn decide_module(
     rule: &Rule,
     opts: &Options,
     warnings: &mut Vec<String>,
-) -> Result<Decided, Error> {
+) -> Result<Analysis, Error> {
     if let Some(kernel) = rule.unread_release {
         let (major, minor) = crate::release::READ_THROUGH;
         warnings.push(format!(
@@ -298,7 +277,7 @@ fn decide_module(
     // No table, or one the loader relocates nothing in: the kernel builds
     // no record, so there is nothing it could reject.
     let Some(callsite) = info.alloc_section(rule.section) else {
-        return Ok(Decided::unchanged(&format!("no {} section", rule.section)).with(rule, bare));
+        return Ok(Analysis::nothing(None, format!("no {} section", rule.section)).with(rule, bare));
     };
     // Most modules have no dead entry, and the offset rule can say so as
     // the module is read, keeping nothing: then there is nothing more to
@@ -315,21 +294,21 @@ fn decide_module(
             Some(counts),
             "the answer while reading keeps what the full decision does not"
         );
-        let report = Report { rule: Some(facts(rule)), counts: Some(counts), ..Report::default() };
-        return Ok(Decided { plan: Plan::default(), neutralised: 0, left: None, report });
+        let report = Report { rule: Some(rule.clone()), counts: Some(counts), ..Report::default() };
+        return Ok(Analysis::planned(Plan::default(), 0, report));
     }
     let mut extracted = match elf::extract(image, info, callsite, rule.shape, rule.mapping)? {
         Extraction::Table(x) => x,
         Extraction::NoRelocations(why) => {
-            return Ok(Decided::unchanged(&why).with(rule, bare));
+            return Ok(Analysis::nothing(None, why).with(rule, bare));
         }
         Extraction::Unsupported(why) => {
             warnings.push(why.clone());
-            return Ok(Decided::left(LeftAlone::NoRule, why).with(rule, bare));
+            return Ok(Analysis::nothing(Some(LeftAlone::NoRule), why).with(rule, bare));
         }
     };
     let entries = &extracted.callsite.entries;
-    let stripped = extracted.stripped_locals();
+    let stripped = extracted.local_functions == 0;
     // The index keeps the symbols: no copy of them.
     let symbols = SymbolIndex::from_vec(std::mem::take(&mut extracted.symbols), extracted.strings);
     let mut layout = Layout::for_rule(&info.sections, &symbols, rule);
@@ -362,7 +341,7 @@ fn decide_module(
     let at_risk = if dead.is_empty() { Vec::new() } else { at_risk(image, info, rule, entries, &dead, &symbols) };
     // Processing neutralises every dead entry: no dead record is left for
     // any lookup to return, so nothing stays at risk.
-    let mut report = Report { rule: Some(facts(rule)), counts: Some(counts), findings, at_risk, ..Report::default() };
+    let mut report = Report { rule: Some(rule.clone()), counts: Some(counts), findings, at_risk, ..Report::default() };
     // Static functions without symbols look exactly like weak bodies to the
     // kernel. Only say so when it costs something: entries are zeroed.
     if stripped && !dead.is_empty() {
@@ -378,10 +357,10 @@ fn decide_module(
             warnings.push(why.clone());
             // Left as it is: what is at risk stays so.
             report.at_risk_after.clone_from(&report.at_risk);
-            return Ok(Decided::left(LeftAlone::NoRule, why).with(rule, report));
+            return Ok(Analysis::nothing(Some(LeftAlone::NoRule), why).with(rule, report));
         }
     };
-    Ok(Decided { plan, neutralised: dead.len(), left: None, report })
+    Ok(Analysis::planned(plan, dead.len(), report))
 }
 
 /// The functions at risk before processing ([`risk::at_risk`]). Only a
@@ -457,17 +436,6 @@ fn patch_site(
     }
 }
 
-fn facts(rule: &Rule) -> RuleFacts {
-    RuleFacts {
-        arch: rule.arch,
-        section: rule.section,
-        criterion: rule.criterion,
-        max_offset: rule.max_offset,
-        neutraliser: rule.neutraliser,
-        basis: rule.basis,
-    }
-}
-
 /// The plan that takes the dead entries out with the rule's neutraliser,
 /// or, where a drop cannot be done safely, why the module stays as it is.
 fn removal_plan(
@@ -477,39 +445,20 @@ fn removal_plan(
     callsite: &Callsite,
     dead: &[usize],
 ) -> Result<Result<Plan, String>, Error> {
-    let symbols = match rule.neutraliser {
-        Neutraliser::Drop { .. } if !dead.is_empty() => {
-            match drop_symbols(image, info, rule, callsite, dead)?.movable() {
-                Ok(symbols) => Some(symbols),
-                Err(why) => return Ok(Err(why)),
-            }
-        }
-        _ => None,
-    };
-    let how = symbols.as_deref().map_or(plan::Removal::Zero, plan::Removal::Drop);
-    Plan::new(image, info, callsite, dead, how).map(Ok)
-}
-
-/// The symbols defined in the table, for a drop, or why this module stays
-/// as it is.
-fn drop_symbols(
-    image: &[u8],
-    info: &ElfInfo,
-    rule: &Rule,
-    callsite: &Callsite,
-    chosen: &[usize],
-) -> Result<TableSymbols, Error> {
+    if rule.neutraliser == Neutraliser::Zero || dead.is_empty() {
+        return Plan::new(image, info, callsite, dead, plan::Removal::Zero).map(Ok);
+    }
     let cs = &info.sections[callsite.section];
-    let count = chosen.len();
+    let count = dead.len();
     // A kept relocation whose bytes reach into a dropped word (an unaligned
     // one, kept for doubt) would be cut in two by the move.
     let word = info.word_size();
-    let mut dropped: Vec<u64> = chosen.iter().map(|&e| callsite.entries[e].word_offset).collect();
+    let mut dropped: Vec<u64> = dead.iter().map(|&e| callsite.entries[e].word_offset).collect();
     dropped.sort_unstable();
     for e in &callsite.entries {
         let at = dropped.partition_point(|&d| d + word <= e.word_offset);
         if dropped.get(at).is_some_and(|&d| d < e.word_offset + word && d != e.word_offset) {
-            return Ok(TableSymbols::Pinned(format!(
+            return Ok(Err(format!(
                 "the relocation at {:#x} of {} reaches into a word to drop; left unchanged",
                 e.word_offset, cs.name
             )));
@@ -518,22 +467,19 @@ fn drop_symbols(
     if cs.sh_type != object::elf::SHT_PROGBITS {
         // Shrinking a section of any other kind changes what it means to
         // every reader that knows that kind.
-        return Ok(TableSymbols::Pinned(format!(
-            "{} is not SHT_PROGBITS; a drop would shrink it; left unchanged",
-            cs.name
-        )));
+        return Ok(Err(format!("{} is not SHT_PROGBITS; a drop would shrink it; left unchanged", cs.name)));
     }
-    if rule.empty_table_fails && count as u64 * info.word_size() == cs.size {
-        return Ok(TableSymbols::Pinned(format!(
+    if rule.empty_table_fails && count as u64 * word == cs.size {
+        return Ok(Err(format!(
             "dropping all {count} entries would empty {}, and the {} loader fails a module whose table is empty; \
              left unchanged",
             cs.name, rule.arch
         )));
     }
-    Ok(match elf::table_symbols(image, info, callsite)? {
-        TableSymbols::Pinned(why) => TableSymbols::Pinned(format!("{why}: a drop cannot move it; left unchanged")),
-        movable @ TableSymbols::Movable(_) => movable,
-    })
+    match elf::table_symbols(image, info, callsite)? {
+        Ok(symbols) => Plan::new(image, info, callsite, dead, plan::Removal::Drop(&symbols)).map(Ok),
+        Err(why) => Ok(Err(format!("{why}: a drop cannot move it; left unchanged"))),
+    }
 }
 
 fn finding(info: &ElfInfo, rule: &Rule, entry: &Entry, verdict: &Verdict<'_>) -> Finding {
@@ -606,18 +552,15 @@ mod tests {
             Neutraliser::Drop { kernel: crate::rule::release(6, 12, 0), adjust: crate::rule::Adjust::Add(4) };
         let callsite = info.alloc_section(rule.section).unwrap();
         let x = elf::extract(&data, &info, callsite, rule.shape, rule.mapping).unwrap().table().unwrap();
-        let why = drop_symbols(&data, &info, &rule, &x.callsite, &[0]).unwrap().movable().unwrap_err();
+        let why = removal_plan(&data, &info, &rule, &x.callsite, &[0]).unwrap().unwrap_err();
         assert!(why.contains("would empty __mcount_loc") && why.contains("s390"), "{why}");
         let mut warnings = Vec::new();
         let decided = decide_module(&data, &info, &rule, &Options::default(), &mut warnings).unwrap();
-        assert!(decided.plan.is_empty() && matches!(decided.left, Some((LeftAlone::NoRule, _))));
+        assert!(decided.plan.is_empty() && matches!(decided.outcome, Outcome::Skipped(LeftAlone::NoRule, _)));
         assert_eq!(warnings, [why]);
         // Without that loader fact the same drop would go ahead.
         assert!(
-            drop_symbols(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0])
-                .unwrap()
-                .movable()
-                .is_ok()
+            removal_plan(&data, &info, &Rule { empty_table_fails: false, ..rule }, &x.callsite, &[0]).unwrap().is_ok()
         );
     }
 }

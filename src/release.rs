@@ -65,6 +65,9 @@ pub const REGIONS_MAY_TOUCH_SINCE: Release = release(6, 13, 0);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelFacts {
     /// The kernel tests a callsite word for zero before adjusting it.
+    /// Elsewhere a zeroed entry is adjusted first, and if the adjust maps 0
+    /// to a non-zero ip the kernel builds a record there, fails to patch it
+    /// and turns ftrace off.
     pub skips_zero_before_adjust: bool,
     /// The symbol names kallsyms skips.
     pub mapping: Mapping,
@@ -79,20 +82,12 @@ impl KernelFacts {
     #[must_use]
     pub fn of(kernel: Release) -> KernelFacts {
         KernelFacts {
-            skips_zero_before_adjust: skips_zero_before_adjust(kernel),
+            skips_zero_before_adjust: in_fixed_line(kernel, ZERO_SKIPPED_FIRST),
             mapping: if kernel >= ALL_MAPPING_SYMBOLS_SINCE { Mapping::All } else { Mapping::Arm },
             region_bound: kernel < REGIONS_MAY_TOUCH_SINCE || in_fixed_line(kernel, REGION_BOUND_FIRST),
             unread: (kernel.major, kernel.minor) > READ_THROUGH,
         }
     }
-}
-
-/// Whether a kernel skips a zero word before adjusting it. Elsewhere a zeroed
-/// entry is adjusted first, and if the adjust maps 0 to a non-zero ip the
-/// kernel builds a record there, fails to patch it and turns ftrace off.
-#[must_use]
-pub fn skips_zero_before_adjust(kernel: Release) -> bool {
-    in_fixed_line(kernel, ZERO_SKIPPED_FIRST)
 }
 
 /// Whether `kernel` has a fix whose first release on each stable line, and
@@ -111,7 +106,7 @@ mod tests {
 
     #[test]
     fn zero_first_by_stable_line() {
-        let skips = |a, b, c| skips_zero_before_adjust(release(a, b, c));
+        let skips = |a, b, c| KernelFacts::of(release(a, b, c)).skips_zero_before_adjust;
         assert!(!skips(6, 1, 192), "6.1.y never got the fix");
         assert!(!skips(6, 6, 143) && skips(6, 6, 144));
         assert!(!skips(6, 12, 94) && skips(6, 12, 95) && skips(6, 12, 107));

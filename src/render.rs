@@ -9,9 +9,9 @@ use std::path::Path;
 use crate::decide::{Doubt, Found, Stripped};
 use crate::error::Error;
 use crate::process::{Analysis, COMPRESSED_ADVICE, LeftAlone, Outcome, Tally};
-use crate::report::{Finding, Location, Report, RuleFacts};
+use crate::report::{Finding, Location, Report};
 use crate::risk::{self, AtRisk};
-use crate::rule::{Criterion, Neutraliser};
+use crate::rule::{Criterion, Neutraliser, Rule};
 
 pub use crate::cli::NAME;
 
@@ -143,8 +143,7 @@ fn plural(n: usize, word: &str) -> String {
 }
 
 /// What the tree summary calls modules left alone for this reason.
-#[must_use]
-pub fn left_alone(kind: LeftAlone) -> &'static str {
+fn left_alone(kind: LeftAlone) -> &'static str {
     match kind {
         LeftAlone::Signed => "signed",
         LeftAlone::Compressed => "compressed",
@@ -388,7 +387,7 @@ pub fn summary(report: &Report, would: bool) -> String {
 
 /// The rule in one phrase, for the summary line.
 #[must_use]
-pub fn describe(rule: &RuleFacts) -> String {
+pub fn describe(rule: &Rule) -> String {
     match rule.criterion {
         Criterion::MaxOffset => {
             format!("{}, {}, max offset {} ({})", rule.arch, rule.section, rule.max_offset, rule.basis)
@@ -431,7 +430,7 @@ pub fn location(l: &Location) -> String {
 }
 
 /// The `--verbose` line of a weak or doubtful entry (none for a kept one).
-fn finding(rule: &RuleFacts, f: &Finding) -> Option<String> {
+fn finding(rule: &Rule, f: &Finding) -> Option<String> {
     let verb = verb(rule.neutraliser);
     Some(match f {
         Finding::Kept { .. } => return None,
@@ -449,17 +448,17 @@ fn finding(rule: &RuleFacts, f: &Finding) -> Option<String> {
             };
             format!("{verb} {} ({before}{missed})", location(l))
         }
-        Finding::Doubt { location: l, why } => format!("keep {}: {}", location(l), doubt(why)),
+        Finding::Doubt { location: l, why } => format!("keep {}: {}", location(l), doubt(why, rule.max_offset)),
     })
 }
 
-/// Why an entry is kept although no symbol explains it.
-#[must_use]
-pub fn doubt(d: &Doubt) -> String {
+/// Why an entry is kept although no symbol explains it, under a rule of
+/// max offset `max`.
+fn doubt(d: &Doubt, max: u64) -> String {
     match d {
         Doubt::Odd(odd) => odd.to_string(),
         Doubt::PastEnd { ip } => format!("record ip {ip:#x} lies past the end of its section"),
-        Doubt::Preceded { max, by } => {
+        Doubt::Preceded { by } => {
             format!("within {max} bytes of its section's start, and {by} precedes it in the same memory region")
         }
         Doubt::Overhang { symbol, section } => {
@@ -474,7 +473,7 @@ pub fn doubt(d: &Doubt) -> String {
         Doubt::Stripped(Stripped::OnlyRelocated) => "in no sized function, but every local symbol left is one a \
              relocation names (stripped with --strip-unneeded?): a static function may have lost its own"
             .into(),
-        Doubt::RegionStart { max } => format!(
+        Doubt::RegionStart => format!(
             "within {max} bytes of its memory region's start, and this kernel's symbol lookup is not bounded by \
              the region"
         ),
@@ -502,89 +501,54 @@ pub const JSON_FORMAT_VERSION: u32 = 1;
 /// The module's `--format=json` object, on one line (docs/report-format.md).
 #[must_use]
 pub fn json(shown: &str, result: &Result<Analysis, Error>, check: bool) -> String {
+    // An error object has every key, each null or empty.
+    let a = result.as_ref().ok();
+    let r = a.map(|a| &a.report);
+    let status = match a.map(|a| &a.outcome) {
+        None => "error",
+        Some(Outcome::Changed { .. }) if check => "would_change",
+        Some(Outcome::Changed { .. }) => "changed",
+        Some(Outcome::Unchanged) => "unchanged",
+        Some(Outcome::Skipped(..)) => "skipped",
+    };
     let mut o = Json::object();
     o.field("file", &Json::str(shown));
-    let a = match result {
-        Ok(a) => a,
-        Err(e) => {
-            o.field("status", &Json::str("error"));
-            o.field("signed", "null");
-            o.field("error", &Json::str(&e.to_string()));
-            for key in [
-                "reason",
-                "arch",
-                "section",
-                "rule",
-                "max_offset",
-                "in_function_before",
-                "neutraliser",
-                "entries",
-                "weak",
-                "doubt",
-            ] {
-                o.field(key, "null");
-            }
-            for key in ["findings", "at_risk", "at_risk_after", "warnings", "notes"] {
-                o.field(key, "[]");
-            }
-            o.field("format_version", &JSON_FORMAT_VERSION.to_string());
-            return o.close();
-        }
-    };
-    let r = &a.report;
-    let status = match (&a.outcome, check) {
-        (Outcome::Changed { .. }, true) => "would_change",
-        (Outcome::Changed { .. }, false) => "changed",
-        (Outcome::Unchanged, _) => "unchanged",
-        (Outcome::Skipped(..), _) => "skipped",
-    };
     o.field("status", &Json::str(status));
-    o.field("signed", if r.signed { "true" } else { "false" });
-    o.field("error", "null");
-    o.field("reason", &r.nothing.as_deref().map_or("null".into(), Json::str));
-    let rule = r.rule.as_ref();
+    o.field("signed", &r.map_or("null".into(), |r| r.signed.to_string()));
+    o.field("error", &result.as_ref().err().map_or("null".into(), |e| Json::str(&e.to_string())));
+    o.field("reason", &r.and_then(|r| r.nothing.as_deref()).map_or("null".into(), Json::str));
+    let rule = r.and_then(|r| r.rule.as_ref());
     o.field("arch", &rule.map_or("null".into(), |x| Json::str(x.arch.name())));
     o.field("section", &rule.map_or("null".into(), |x| Json::str(x.section)));
-    o.field(
-        "rule",
-        &rule.map_or("null".into(), |x| {
-            Json::str(match x.criterion {
-                Criterion::MaxOffset => "max_offset",
-                Criterion::Contains { .. } => "in_function",
-            })
-        }),
-    );
-    o.field(
-        "max_offset",
-        &rule.filter(|x| x.criterion == Criterion::MaxOffset).map_or("null".into(), |x| x.max_offset.to_string()),
-    );
-    o.field("in_function_before", &rule.and_then(in_function_before).map_or("null".into(), |n| n.to_string()));
+    // The rule's name and its number: `FTRACE_MCOUNT_MAX_OFFSET`, or how
+    // many bytes ahead of a function symbol still count as inside it (the
+    // summary line's "up to N bytes before it").
+    let (name, max_offset, before) = match rule.map(|x| (x.criterion, x.max_offset)) {
+        None => ("null".into(), None, None),
+        Some((Criterion::MaxOffset, max)) => (Json::str("max_offset"), Some(max), None),
+        Some((Criterion::Contains { before }, _)) => (Json::str("in_function"), None, Some(before)),
+    };
+    o.field("rule", &name);
+    o.field("max_offset", &max_offset.map_or("null".into(), |n| n.to_string()));
+    o.field("in_function_before", &before.map_or("null".into(), |n| n.to_string()));
     o.field("neutraliser", &rule.map_or("null".into(), |x| Json::str(verb(x.neutraliser))));
-    o.field("entries", &r.counts.map_or("null".into(), |c| c.entries.to_string()));
-    o.field("weak", &r.counts.map_or("null".into(), |c| c.weak.to_string()));
-    o.field("doubt", &r.counts.map_or("null".into(), |c| c.doubt.to_string()));
-    let findings: Vec<String> = r.findings.iter().map(|f| json_finding(rule, f)).collect();
+    let counts = r.and_then(|r| r.counts);
+    o.field("entries", &counts.map_or("null".into(), |c| c.entries.to_string()));
+    o.field("weak", &counts.map_or("null".into(), |c| c.weak.to_string()));
+    o.field("doubt", &counts.map_or("null".into(), |c| c.doubt.to_string()));
+    let findings: Vec<String> = r.map_or(&[][..], |r| &r.findings).iter().map(|f| json_finding(rule, f)).collect();
     o.field("findings", &Json::array(&findings));
-    o.field("at_risk", &json_at_risk(&r.at_risk));
-    o.field("at_risk_after", &json_at_risk(&r.at_risk_after));
-    o.field("warnings", &Json::array(&a.warnings.iter().map(|w| Json::str(w)).collect::<Vec<_>>()));
-    o.field("notes", &Json::array(&a.notes.iter().map(|n| Json::str(n)).collect::<Vec<_>>()));
+    o.field("at_risk", &json_at_risk(r.map_or(&[], |r| &r.at_risk)));
+    o.field("at_risk_after", &json_at_risk(r.map_or(&[], |r| &r.at_risk_after)));
+    let strings =
+        |list: Option<&Vec<String>>| Json::array(&list.into_iter().flatten().map(|w| Json::str(w)).collect::<Vec<_>>());
+    o.field("warnings", &strings(a.map(|a| &a.warnings)));
+    o.field("notes", &strings(a.map(|a| &a.notes)));
     o.field("format_version", &JSON_FORMAT_VERSION.to_string());
     o.close()
 }
 
-/// Under the `in_function` rule, how many bytes ahead of a function symbol
-/// still count as inside it (the `before` of [`Criterion::Contains`]): the
-/// JSON report's `in_function_before`, the N of the summary line's "up to N
-/// bytes before it".
-fn in_function_before(rule: &RuleFacts) -> Option<u64> {
-    match rule.criterion {
-        Criterion::MaxOffset => None,
-        Criterion::Contains { before } => Some(before),
-    }
-}
-
-fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
+fn json_finding(rule: Option<&Rule>, f: &Finding) -> String {
     let l = f.location();
     let mut o = Json::object();
     o.field("location", &Json::str(&location(l)));
@@ -596,7 +560,7 @@ fn json_finding(rule: Option<&RuleFacts>, f: &Finding) -> String {
         Finding::Weak { symbol, distance, .. } => {
             ("weak", rule.map(|r| verb(r.neutraliser)), Some(*distance), symbol.as_deref(), None)
         }
-        Finding::Doubt { why, .. } => ("doubt", None, None, None, Some(doubt(why))),
+        Finding::Doubt { why, .. } => ("doubt", None, None, None, Some(doubt(why, rule.map_or(0, |r| r.max_offset)))),
     };
     // Which rule found a dead entry, and what a kernel that loads the
     // module as it is does with its record.

@@ -5,21 +5,7 @@
 
 use crate::decide::{Doubt, Found};
 use crate::risk::AtRisk;
-use crate::rule::{Arch, Criterion, Neutraliser};
-
-/// The facts of the rule a module was judged by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleFacts {
-    pub arch: Arch,
-    /// The callsite section the kernel reads.
-    pub section: &'static str,
-    pub criterion: Criterion,
-    /// `FTRACE_MCOUNT_MAX_OFFSET` (only meaningful under [`Criterion::MaxOffset`]).
-    pub max_offset: u64,
-    pub neutraliser: Neutraliser,
-    /// Where the numbers came from (a phrase of the arch table).
-    pub basis: &'static str,
-}
+use crate::rule::Rule;
 
 /// How many entries the table has, and what became of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,8 +54,8 @@ impl Finding {
 /// The report on one module.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
-    /// The rule, once one was chosen.
-    pub rule: Option<RuleFacts>,
+    /// The rule the module was judged by, once one was chosen.
+    pub rule: Option<Rule>,
     /// Once the table was decided.
     pub counts: Option<Counts>,
     /// Weak and doubtful entries, in table order; kept ones too with

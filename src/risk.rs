@@ -33,8 +33,7 @@ pub struct Place {
 /// region takes its sections in section-header order, each one starting at
 /// the next multiple of its `sh_addralign`. `None` for a section that is
 /// not allocated executable code. Also returns each region's size.
-#[must_use]
-pub fn lay_out(sections: &[Section], region: impl Fn(&str) -> Region) -> (Vec<Option<Place>>, [u64; 2]) {
+fn lay_out(sections: &[Section], region: impl Fn(&str) -> Region) -> (Vec<Option<Place>>, [u64; 2]) {
     let mut size = [0u64; 2];
     let places = sections
         .iter()
@@ -124,25 +123,18 @@ pub struct AtRisk {
     pub why: Option<&'static str>,
 }
 
-impl AtRisk {
-    /// The same function as `other` (the report has an item per dead
-    /// record a function's lookup can return).
-    fn same_function(&self, other: &AtRisk) -> bool {
-        (self.function_addr, &self.section, &self.function) == (other.function_addr, &other.section, &other.function)
-    }
-}
-
-/// The report's items grouped by function, each function once, in
-/// laid-out order: [`at_risk`] gives a function's items one after another.
+/// The report's items (one per dead record a function's lookup can
+/// return) grouped by function, each function once, in laid-out order:
+/// [`at_risk`] gives a function's items one after another.
 pub fn by_function(list: &[AtRisk]) -> impl Iterator<Item = &[AtRisk]> {
-    list.chunk_by(AtRisk::same_function)
+    list.chunk_by(|a, b| (a.function_addr, &a.section, &a.function) == (b.function_addr, &b.section, &b.function))
 }
 
 /// A laid-out address: region, then offset in it.
 type At = (Region, u64);
 
 impl<'s, 'a> Module<'s, 'a> {
-    /// The module's text as [`lay_out`] places it, `region` naming each
+    /// The module's text as `lay_out` places it, `region` naming each
     /// section's region; `insn` and `lead` as the fields say.
     #[must_use]
     pub fn new(

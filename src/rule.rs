@@ -149,7 +149,7 @@ impl fmt::Display for Arch {
 /// A kernel release with its stable patch level, as `vermagic` names it.
 ///
 /// The patch level matters: stable kernels take fixes that change whether
-/// zeroing is safe (see [`crate::release::skips_zero_before_adjust`]). A release string
+/// zeroing is safe (see [`crate::release::KernelFacts`]). A release string
 /// that hides it, as Debian bookworm's `6.1.0-57-amd64` does, reads as
 /// patch 0: the oldest kernel of its line, which is the careful reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -208,15 +208,6 @@ pub enum Criterion {
     Contains { before: u64 },
 }
 
-impl Criterion {
-    /// Whether the kernel itself rejects what this rule zeroes. Under
-    /// [`Criterion::Contains`] the kernel keeps every record.
-    #[must_use]
-    pub fn kernel_enforces(self) -> bool {
-        self == Criterion::MaxOffset
-    }
-}
-
 /// `ftrace_call_adjust()`: the record ip(s) a location may become.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adjust {
@@ -264,22 +255,6 @@ impl Adjust {
     #[must_use]
     pub fn maps_zero_to_zero(self) -> bool {
         matches!(self, Adjust::Identity | Adjust::ClearThumbBit)
-    }
-
-    /// Whether the candidates depend on the code at the location. Only
-    /// clang's ppc64 adjust reads code: touching .text for every entry on
-    /// every arch would double the pages we fault in.
-    #[must_use]
-    pub fn reads_code(self) -> bool {
-        self == Adjust::ClangGlobalEntry
-    }
-
-    /// Whether the 8 bytes at a location are the clang global-entry pair.
-    #[must_use]
-    pub fn is_global_entry(insns: &[u8], big_endian: bool) -> bool {
-        insns.len() == 8
-            && crate::elf::read_uint(&insns[..4], big_endian) == u64::from(PPC_LD_R2_R12_M8)
-            && crate::elf::read_uint(&insns[4..], big_endian) == u64::from(PPC_ADD_R2_R2_R12)
     }
 }
 
@@ -365,9 +340,15 @@ impl Rule {
         match &entry.target {
             Target::Odd(why) => Input::Odd((**why).clone()),
             &Target::At { section, offset } => {
-                let global_entry = self.adjust.reads_code()
-                    && crate::elf::section_bytes(image, info, section, offset, 8)
-                        .is_some_and(|insns| Adjust::is_global_entry(insns, info.big_endian));
+                // Only clang's ppc64 adjust reads the code at the location,
+                // for the global-entry pair: touching .text for every entry
+                // on every arch would double the pages we fault in.
+                let insn = |bytes: &[u8]| crate::elf::read_uint(bytes, info.big_endian);
+                let global_entry = self.adjust == Adjust::ClangGlobalEntry
+                    && crate::elf::section_bytes(image, info, section, offset, 8).is_some_and(|insns| {
+                        insn(&insns[..4]) == u64::from(PPC_LD_R2_R12_M8)
+                            && insn(&insns[4..]) == u64::from(PPC_ADD_R2_R2_R12)
+                    });
                 let (ips, count) = self.adjust.candidates(offset, global_entry);
                 Input::Ips { section, ips, count }
             }

@@ -41,14 +41,10 @@ pub fn requested() -> Option<i32> {
     }
 }
 
-/// A write found its pipe closed: stop as for a signal, quietly.
-pub fn pipe_closed() {
-    let _ = STOP.compare_exchange(0, PIPE, Ordering::SeqCst, Ordering::SeqCst);
-}
-
-/// A write failed: if its pipe was closed, the run stops.
+/// A write failed: if its pipe was closed, the run stops as for a
+/// signal, quietly.
 pub fn on_write_error(e: &std::io::Error) {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
-        pipe_closed();
+        let _ = STOP.compare_exchange(0, PIPE, Ordering::SeqCst, Ordering::SeqCst);
     }
 }

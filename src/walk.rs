@@ -15,15 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SUFFIXES: [&str; 4] = [".ko", ".ko.xz", ".ko.zst", ".ko.gz"];
 
-#[must_use]
-pub fn is_module_name(path: &Path) -> bool {
+fn is_module_name(path: &Path) -> bool {
     path.file_name().and_then(|n| n.to_str()).is_some_and(|n| SUFFIXES.iter().any(|s| n.ends_with(s)))
-}
-
-/// The modules under `root`, sorted by path, each inode once, following
-/// no symlinks: a link into another tree must not make us edit that tree.
-pub fn modules(root: &Path) -> io::Result<Vec<PathBuf>> {
-    Ok(tree(root)?.modules)
 }
 
 /// What a walk found.
@@ -36,7 +29,9 @@ pub struct Tree {
     pub symlinks: Vec<PathBuf>,
 }
 
-/// The modules under `root` ([`modules`]) and the symlinks passed over.
+/// The modules under `root`, sorted by path, each inode once, following
+/// no symlinks (a link into another tree must not make us edit that
+/// tree), and the symlinks passed over.
 pub fn tree(root: &Path) -> io::Result<Tree> {
     let mut found = Vec::new();
     let mut symlinks = Vec::new();
@@ -207,13 +202,13 @@ mod tests {
         fs::hard_link(root.join("a.ko"), root.join("b/hard.ko")).unwrap();
         std::os::unix::fs::symlink(root.join("outside"), root.join("b/link")).unwrap();
         std::os::unix::fs::symlink(root.join("a.ko"), root.join("b/sym.ko")).unwrap();
-        let found = modules(&root.join("b")).unwrap();
+        let found = tree(&root.join("b")).unwrap().modules;
         let names: Vec<_> =
             found.iter().map(|p| p.strip_prefix(&root).unwrap().to_str().unwrap().to_string()).collect();
         assert_eq!(names, ["b/c/z.ko", "b/hard.ko", "b/m.ko.xz"]);
         let links: Vec<_> = tree(&root.join("b")).unwrap().symlinks;
         assert_eq!(links, [root.join("b/link"), root.join("b/sym.ko")]);
-        let all = modules(&root).unwrap();
+        let all = tree(&root).unwrap().modules;
         assert!(all.contains(&root.join("a.ko")) && !all.contains(&root.join("b/hard.ko")), "{all:?}");
         fs::remove_dir_all(&root).unwrap();
     }

@@ -218,7 +218,7 @@ fn on_rel_arches_the_addend_moves_with_its_word() {
     let Extraction::Table(x) = extract(&before, &info, cs, shape, zero_weak_mcount::elf::Mapping::All).unwrap() else {
         panic!("no table")
     };
-    let symbols = table_symbols(&before, &info, &x.callsite).unwrap().movable().unwrap();
+    let symbols = table_symbols(&before, &info, &x.callsite).unwrap().unwrap();
     assert_eq!(symbols.len(), 1);
     let plan = Plan::new(&before, &info, &x.callsite, &[1, 3], Removal::Drop(&symbols)).unwrap();
     let after = plan.apply_to(&before);
@@ -231,7 +231,7 @@ fn on_rel_arches_the_addend_moves_with_its_word() {
     assert_eq!(&words[12..], &[0; 8], "the freed tail is zero");
     // The label at word 3 had one dropped word below it.
     let x = extract(&after, &info, cs, shape, zero_weak_mcount::elf::Mapping::All).unwrap().table().unwrap();
-    assert_eq!(table_symbols(&after, &info, &x.callsite).unwrap().movable().unwrap()[0].value, 8);
+    assert_eq!(table_symbols(&after, &info, &x.callsite).unwrap().unwrap()[0].value, 8);
 }
 
 #[test]

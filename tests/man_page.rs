@@ -14,7 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn page() -> String {
-    String::from_utf8(gen_docs::page(&zero_weak_mcount::cli::command()).unwrap()).unwrap()
+    String::from_utf8(gen_docs::page(&<zero_weak_mcount::cli::Cli as clap::CommandFactory>::command()).unwrap())
+        .unwrap()
 }
 
 /// The text of section `name`, up to the next `.SH`.
@@ -120,7 +121,7 @@ fn the_help_names_where_report_format_is_installed() {
     assert!(makefile.contains("\nDOCDIR ?= $(DATADIR)/doc/zero-weak-mcount\n"), "DOCDIR");
     assert!(read("debian/rules").contains("PREFIX=/usr"), "debian/rules");
     assert!(read("zero-weak-mcount.spec").contains("\n%doc README.md docs/report-format.md\n"), "the spec");
-    let mut cmd = zero_weak_mcount::cli::command();
+    let mut cmd = <zero_weak_mcount::cli::Cli as clap::CommandFactory>::command();
     let help = cmd.render_long_help().to_string();
     for what in [
         "report-format.md",

@@ -87,7 +87,7 @@ fn the_parser_refuses_check_with_output_and_an_unknown_section() {
 
 #[test]
 fn completions_offer_section_names_and_no_file_names_for_numbers() {
-    let mut cmd = zero_weak_mcount::cli::command();
+    let mut cmd = <zero_weak_mcount::cli::Cli as clap::CommandFactory>::command();
     let mut bash = Vec::new();
     clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "zero-weak-mcount", &mut bash);
     let bash = String::from_utf8(bash).unwrap();

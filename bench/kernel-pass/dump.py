@@ -10,9 +10,10 @@ The load-time pass works on relocated addresses: the module's sections
 placed in their memory regions (kernel/module/main.c layout_sections()),
 its symbols' values moved with them (simplify_symbols()), and the
 callsite words resolved by their RELA relocations (apply_relocate_add()).
-This lays a 64-bit module out the same way (x86_64, ppc64le, arm64,
-riscv64, s390x), with every region at its own page-aligned base, and
-writes the result, in the host's byte order, for pass.c:
+This lays a module out the same way (x86_64, ppc64le, arm64, riscv64,
+s390x, loongarch64, and i386 below 4 GiB), with every region at its own
+page-aligned base, and writes the result, in the host's byte order and
+with every field widened to 64 bits, for pass.c:
 
   u64 magic "zwmpass1", u64 max_offset,
   u64 nregions, nregions x (u64 base, u64 size),
@@ -51,17 +52,16 @@ MASKS = [(SHF_EXECINSTR | SHF_ALLOC, 0), (SHF_ALLOC, SHF_WRITE | SHF_EXECINSTR),
 # Their enum mod_mem_type (include/linux/module.h); the init regions are these + 4.
 TYPES = [0, 2, 3, 1]  # MOD_TEXT, MOD_RODATA, MOD_RO_AFTER_INIT, MOD_DATA
 REGION_STRIDE = 1 << 26
-BASE = 0xFFFFFFFFA0000000
+BASE = {64: 0xFFFFFFFFA0000000, 32: 0xC8000000}
 # The one relocation a callsite word may carry, by e_machine: the word
 # becomes S + A (R_X86_64_64, R_PPC64_ADDR64, R_AARCH64_ABS64, R_RISCV_64,
-# R_390_64).
-ABS64 = {"EM_X86_64": 1, "EM_PPC64": 38, "EM_AARCH64": 257, "EM_RISCV": 2, "EM_S390": 22}
+# R_390_64, R_LARCH_64 (pyelftools 0.29 has no name for EM_LOONGARCH, 258),
+# R_386_32, whose A is the word itself: i386 relocates by SHT_REL).
+ABS = {"EM_X86_64": 1, "EM_PPC64": 38, "EM_AARCH64": 257, "EM_RISCV": 2, "EM_S390": 22, 258: 2, "EM_386": 1}
 
 
 def read(path):
-    elf = guest.elf_file(guest.read_module(path))
-    assert elf.elfclass == 64, "ELF64 only"
-    return elf
+    return guest.elf_file(guest.read_module(path))
 
 
 def is_mapping(name):
@@ -74,12 +74,12 @@ def sections(elf):
             for s in elf.iter_sections()]
 
 
-def layout(secs):
+def layout(secs, elfclass):
     """Section index -> address, and the regions as (base, size)."""
     where, regions = {}, []
     for init in (False, True):
         for (req, forbid), kind in zip(MASKS, TYPES):
-            base = BASE + len(regions) * REGION_STRIDE
+            base = BASE[elfclass] + len(regions) * REGION_STRIDE
             size = 0
             for i, s in enumerate(secs):
                 if i in where or not s["flags"] & SHF_ALLOC or s["name"].startswith(".init") != init:
@@ -136,9 +136,10 @@ def callsite_table(secs):
 
 def count(paths):
     for path in paths:
-        secs = sections(read(path))
+        elf = read(path)
+        secs = sections(elf)
         table = callsite_table(secs)
-        print(0 if table is None else secs[table]["size"] // 8, path)
+        print(0 if table is None else secs[table]["size"] // (elf.elfclass // 8), path)
 
 
 def tree(outdir, top, paths):
@@ -162,13 +163,17 @@ def main():
 def dump(src, out, max_offset, quiet=False):
     elf = read(src)
     secs = sections(elf)
-    where, regions = layout(secs)
+    where, regions = layout(secs, elf.elfclass)
     symtab = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_SYMTAB")
     strtab = elf.get_section(symtab["sh_link"]).data()
     syms, names, funcs, types = [], [], [], []
-    # Elf64_Sym read raw: st_name, st_info, st_other, st_shndx, st_value, st_size.
+    # Elf64_Sym read raw: st_name, st_info, st_other, st_shndx, st_value, st_size;
+    # Elf32_Sym: st_name, st_value, st_size, st_info, st_other, st_shndx.
     order = "<" if elf.little_endian else ">"
-    for st_name, info, _, shndx, value, size in struct.iter_unpack(order + "IBBHQQ", symtab.data()):
+    word = "Q" if elf.elfclass == 64 else "I"
+    raw = struct.iter_unpack(order + ("IBBHQQ" if word == "Q" else "IIIBBH"), symtab.data())
+    for st_name, info, shndx, value, size in ((r[0], r[1], r[3], r[4], r[5]) if word == "Q" else
+                                              (r[0], r[3], r[5], r[1], r[2]) for r in raw):
         name = strtab[st_name:strtab.index(b"\0", st_name)].decode("latin-1")
         value += where.get(shndx, 0)   # UNDEF, ABS and COMMON are no section of where
         syms.append((value, int(shndx != 0 and name != "" and not is_mapping(name))))
@@ -179,11 +184,13 @@ def dump(src, out, max_offset, quiet=False):
     locs = []
     if table is not None:
         data = elf.get_section(table).data()
-        locs = list(struct.unpack(("<" if elf.little_endian else ">") + f"{len(data) // 8}Q", data))
-        rela = next(s for s in elf.iter_sections() if s["sh_type"] == "SHT_RELA" and s["sh_info"] == table)
+        size = struct.calcsize(word)
+        locs = list(struct.unpack(order + f"{len(data) // size}{word}", data))
+        rela = next(s for s in elf.iter_sections() if s["sh_type"] in ("SHT_RELA", "SHT_REL") and s["sh_info"] == table)
         for r in rela.iter_relocations():
-            assert r["r_info_type"] == ABS64[elf["e_machine"]], f"{src}: relocation type {r['r_info_type']}"
-            locs[r["r_offset"] // 8] = (syms[r["r_info_sym"]][0] + r["r_addend"]) & (2**64 - 1)
+            assert r["r_info_type"] == ABS[elf["e_machine"]], f"{src}: relocation type {r['r_info_type']}"
+            addend = r["r_addend"] if r.is_RELA() else locs[r["r_offset"] // size]
+            locs[r["r_offset"] // size] = (syms[r["r_info_sym"]][0] + addend) & (2**elf.elfclass - 1)
     with open(out, "wb") as f:
         f.write(b"zwmpass1" + struct.pack("<Q", max_offset))
         f.write(struct.pack("<Q", len(regions)) + b"".join(struct.pack("<QQ", *r[:2]) for r in regions))

@@ -10,8 +10,9 @@ linux-source TARBALL.
 undefined, for the conditionals that test it alone (#ifdef, #ifndef,
 #if defined(MACRO) && ...): where a file defines one function twice, on
 both sides of such a conditional, the side that MACRO's absence compiles
-is the one taken. --file PATH searches one more file of the tarball,
-unpatched, after the others (an arch's ftrace_call_adjust()).
+is the one taken. --file [TARBALL:]PATH searches one more file, unpatched,
+after the others (an arch's ftrace_call_adjust()): of the tarball, or of
+another release's (i386's from 6.1, for a series applied to 7.2).
 
 The code is taken from the patched files at run time, byte for byte, so
 that verbatim.c measures what a series really adds, not a model of it;
@@ -27,16 +28,26 @@ import tempfile
 FILES = ["kernel/module/kallsyms.c", "kernel/trace/ftrace.c", "include/linux/module.h"]
 
 
-def patched(tarball, patchdir, tmp, extra):
+def untar(tarball, tmp, files):
     top = os.path.basename(tarball).removesuffix(".tar.xz")
+    os.makedirs(tmp, exist_ok=True)
     subprocess.run(["tar", "-xJf", tarball, "-C", tmp, "--strip-components=1"]
-                   + [f"{top}/{f}" for f in FILES + extra], check=True)
+                   + [f"{top}/{f}" for f in files], check=True)
+    return [os.path.join(tmp, f) for f in files]
+
+
+def patched(tarball, patchdir, tmp, extra):
+    untar(tarball, tmp, FILES)
+    others = []
+    for k, e in enumerate(extra):
+        src, path = e.split(":", 1) if ":" in e else (tarball, e)
+        others += untar(src, tmp if src == tarball else os.path.join(tmp, f"other{k}"), [path])
     patches = sorted(p for p in glob.glob(os.path.join(os.path.abspath(patchdir), "[0-9][0-9][0-9][0-9]-*.patch"))
                      if not os.path.basename(p).startswith("0000-"))
     if not patches:
         sys.exit(f"extract.py: no NNNN-*.patch in {patchdir}")
     subprocess.run(["git", "apply", *[f"--include={f}" for f in FILES], *patches], cwd=tmp, check=True)
-    return [open(os.path.join(tmp, f)).read().splitlines() for f in FILES[:2] + extra]
+    return [open(f).read().splitlines() for f in [os.path.join(tmp, f) for f in FILES[:2]] + others]
 
 
 def undefine(lines, macro):

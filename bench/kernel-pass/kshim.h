@@ -9,10 +9,10 @@
  * MCOUNT_INSN_SIZE x86's 5 (a call with a 32-bit displacement).
  * Locking and RCU cost nothing here; the module is not shared.
  *
- * With -DMCOUNT_INSN_SIZE=N the arch is one without
- * FTRACE_MCOUNT_MAX_OFFSET (arm64, riscv, s390): its ftrace_call_adjust()
- * comes verbatim from its arch/ file with the rest, and the Kconfig options
- * that function tests arrive as -DCONFIG_X=0|1 from the tree's config.
+ * With -DMCOUNT_INSN_SIZE=N the arch is the one contain.sh names (any of
+ * them, x86 too): its ftrace_call_adjust() comes verbatim from its arch/
+ * file with the rest, and the Kconfig options that function tests arrive
+ * as -DCONFIG_X=0|1 from the tree's config.
  */
 #include <elf.h>
 #include <stdbool.h>
@@ -124,6 +124,26 @@ static inline bool aarch64_insn_is_bti(u32 insn)
 {
 	return (insn & ~0xc0u) == 0xd503241f;
 }
+
+/*
+ * powerpc's: a module's words lie in none of vmlinux's text, so the
+ * exit-text range is empty.  Only clang builds read an instruction, and
+ * the dump has no text bytes: contain.sh refuses them, and a read aborts.
+ */
+#define __exittext_begin ((char *)0)
+#define __exittext_end ((char *)0)
+#define is_kernel_text(addr) false
+#define is_kernel_inittext(addr) false
+#define ppc_function_entry(p) ((unsigned long)(p))
+typedef u32 ppc_inst_t;
+#define ppc_inst_val(x) (x)
+static inline ppc_inst_t ppc_inst_read(const u32 *p)
+{
+	(void)p;
+	abort();
+}
+#define PPC_RAW_LD(t, a, i) 0u
+#define PPC_RAW_ADD(t, a, b) 0u
 #else
 static inline unsigned long ftrace_call_adjust(unsigned long addr)
 {

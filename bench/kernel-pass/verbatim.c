@@ -17,11 +17,15 @@
  *   verbatim -c DUMP...   run once per module, for
  *                         valgrind --tool=callgrind --toggle-collect=run_candidate
  *
- * Built for an arch without FTRACE_MCOUNT_MAX_OFFSET (-DMCOUNT_INSN_SIZE=N,
- * kshim.h), stock checks nothing and keeps every word; there the last
- * column lists instead the table offsets (word index times 8, as the
- * tool's --format=json table_offset) of the words the series cleared,
- * for contain.py to hold against the tool's.
+ * Built with the arch's own ftrace_call_adjust() (-DMCOUNT_INSN_SIZE=N,
+ * kshim.h), the columns after the counts are instead the table offsets
+ * (word index times TABLE_WORD, 8 unless given: the tool's --format=json
+ * table_offset) of the words the series cleared, for contain.py to hold
+ * against the tool's; the warnings ftrace_call_adjust() gave; and, with
+ * -DSTOCK_MAX_OFFSET=N (the arch's FTRACE_MCOUNT_MAX_OFFSET), every word
+ * where stock's check and the series part: +OFFSET=NAME+DIST where stock
+ * keeps the record and the series cleared the word, -OFFSET=NAME+DIST the
+ * other way round, NAME+DIST being what kallsyms reports for its ip.
  *
  * The module is laid out as the loader leaves it for ftrace_process_locs():
  * struct module's memory regions and its full ELF symbol table (what
@@ -164,17 +168,25 @@ __attribute__((noinline)) int run_candidate(struct module *mod, unsigned long *w
 	return CANDIDATE_CALL(mod, words, n);
 }
 
-#ifdef FTRACE_MCOUNT_MAX_OFFSET
+#ifndef TABLE_WORD
+#define TABLE_WORD 8
+#endif
+#if defined(FTRACE_MCOUNT_MAX_OFFSET) && !defined(STOCK_MAX_OFFSET)
+#define STOCK_MAX_OFFSET FTRACE_MCOUNT_MAX_OFFSET
+#endif
+#ifdef STOCK_MAX_OFFSET
 /*
- * Stock's answer for word @ip: kallsyms names it after the closest
- * nameable symbol at or below it in the memory region holding it, and
- * test_for_valid_rec() keeps the record if that is at most
- * FTRACE_MCOUNT_MAX_OFFSET below.  Brute force on purpose.
+ * Stock's answer for a record's (adjusted) @ip: kallsyms names it after
+ * the closest nameable symbol at or below it in the memory region holding
+ * it (*@named, 0 for none), and test_for_valid_rec() keeps the record if
+ * that is at most FTRACE_MCOUNT_MAX_OFFSET below.  Brute force on purpose.
  */
-static bool stock_keeps(const struct dump *d, unsigned long ip)
+static bool stock_keeps(const struct dump *d, unsigned long ip, unsigned int *named)
 {
 	unsigned long base = 0, best = 0;
 	bool in = false, found = false;
+
+	*named = 0;
 
 	for (uint64_t r = 0; r < d->nregions; r++) {
 		if (ip - d->region[2 * r] < d->region[2 * r + 1]) {
@@ -190,9 +202,10 @@ static bool stock_keeps(const struct dump *d, unsigned long ip)
 		if (d->nameable[s] && v <= ip && v >= base && (!found || v > best)) {
 			best = v;
 			found = true;
+			*named = s;
 		}
 	}
-	return found && ip - best <= FTRACE_MCOUNT_MAX_OFFSET;
+	return found && ip - best <= STOCK_MAX_OFFSET;
 }
 #endif
 
@@ -216,18 +229,34 @@ int main(int argc, char **argv)
 		for (unsigned long i = 0; i < d.n; i++)
 			kept += d.words[i] != 0;
 #ifdef FTRACE_MCOUNT_MAX_OFFSET
-		for (unsigned long i = 0; i < d.n; i++)
-			if (!once && (d.words[i] != 0) != (want[i] && stock_keeps(&d, want[i])))
+		for (unsigned long i = 0; i < d.n; i++) {
+			unsigned int s;
+
+			if (!once && (d.words[i] != 0) != (want[i] && stock_keeps(&d, want[i], &s)))
 				bad++;
+		}
 		printf("%s\t%lu\t%lu\t%s\n", d.path, d.n, kept,
 		       once ? "-" : bad ? "DIFFERS from stock" : "same as stock");
 #else
 		printf("%s\t%lu\t%lu\t", d.path, d.n, kept);
 		for (unsigned long i = 0, sep = 0; i < d.n; i++)
 			if (want[i] && !d.words[i])
-				printf(sep++ ? ",%#lx" : "%#lx", d.order[i] * 8);
-		printf(shim_warnings ? "\t%lu warnings\n" : "\n", shim_warnings);
+				printf(sep++ ? ",%#lx" : "%#lx", d.order[i] * TABLE_WORD);
+		printf(shim_warnings ? "\t%lu warnings\t" : "\t\t", shim_warnings);
 		shim_warnings = 0;
+#ifdef STOCK_MAX_OFFSET
+		for (unsigned long i = 0, sep = 0; i < d.n; i++) {
+			unsigned long ip = want[i] ? ftrace_call_adjust(want[i]) : 0;
+			unsigned int s;
+			bool stock = ip && stock_keeps(&d, ip, &s);
+
+			if (ip && stock != (d.words[i] != 0))
+				printf("%s%c%#lx=%s+%#lx", sep++ ? "," : "", stock ? '+' : '-',
+				       d.order[i] * TABLE_WORD, s ? d.ks.strtab + d.ks.symtab[s].st_name : "?",
+				       ip - (s ? d.ks.symtab[s].st_value : 0));
+		}
+#endif
+		printf("\n");
 #endif
 		if (bad)
 			status = 1;

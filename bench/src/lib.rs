@@ -18,7 +18,7 @@ use object::elf::{FileHeader32, FileHeader64, SHN_UNDEF};
 use object::read::elf::{FileHeader, Sym};
 use zero_weak_mcount::arch::{self, Overrides, Scope};
 use zero_weak_mcount::decide::{self, Decisions, Layout, SymbolIndex};
-use zero_weak_mcount::elf::{self, ElfInfo, Extracted, is_mapping_symbol};
+use zero_weak_mcount::elf::{self, ElfInfo, Extracted, Mapping};
 use zero_weak_mcount::kept;
 use zero_weak_mcount::plan::{Plan, Removal};
 use zero_weak_mcount::rule::{Input, Neutraliser, Rule};
@@ -81,8 +81,8 @@ pub fn tool_decide(
 pub fn tool_plan(image: &[u8], info: &ElfInfo, rule: &Rule, x: &Extracted<'_>, zero: &[usize]) -> Res<Plan> {
     let symbols = match rule.neutraliser {
         Neutraliser::Drop { .. } if !zero.is_empty() => match elf::table_symbols(image, info, &x.callsite)? {
-            elf::TableSymbols::Movable(symbols) => Some(symbols),
-            elf::TableSymbols::Pinned(_) => return Ok(Plan::default()),
+            Ok(symbols) => Some(symbols),
+            Err(_) => return Ok(Plan::default()),
         },
         _ => None,
     };
@@ -234,7 +234,7 @@ fn naive_generic<Elf: FileHeader<Endian = Endianness>>(
                     continue;
                 }
                 let name = strings.get(sym.st_name(endian) as usize..).unwrap_or(b"");
-                if name.first().is_none_or(|&c| c == 0) || is_mapping_symbol(name) {
+                if name.first().is_none_or(|&c| c == 0) || Mapping::All.skips(name) {
                     continue;
                 }
                 if u32::from(shndx) != section {

@@ -13,7 +13,8 @@
 #
 # ARCH is a row of scripts/guest/arches.tsv.  Without --busybox the guest
 # gets the host's /bin/busybox when the row's Debian arch is the host's,
-# else Debian sid's busybox-static for it.  --cpu replaces the row's CPU
+# else trixie's busybox-static for it (not sid's 1.38: once a trap has run,
+# its ash's `read` loops forever, and ftracetest traps its verdicts).  --cpu replaces the row's CPU
 # (x86_64 "max" exposes SVM, so that kvm-amd loads).  MODULE.ko files
 # (plain ELF) load in the order given, named after their .modinfo name=.
 # --tcg-thread single runs all vCPUs in one host thread, in turn: the guest
@@ -69,7 +70,7 @@ if [ -z "$busybox" ]; then
     if [ "$A_DEBARCH" = "$(dpkg --print-architecture 2>/dev/null)" ]; then
         busybox=/bin/busybox
     else
-        root=$("$REPO/scripts/fetch-debian-kernel.sh" sid "$A_DEBARCH" busybox-static) ||
+        root=$("$REPO/scripts/fetch-debian-kernel.sh" trixie "$A_DEBARCH" busybox-static) ||
             die "fetching busybox-static:$A_DEBARCH failed"
         busybox=$root/bin/busybox
         [ -f "$busybox" ] || busybox=$root/usr/bin/busybox

@@ -23,11 +23,11 @@
 # ARCH=arm64 among the MAKE-VARs gives the same for QEMU's virt machine
 # (PL011 console, PSCI poweroff), for patch 5's selftest there: no KVM
 # (arm64 builds it in), livepatch or ORC.  ARCH=riscv: the virt machine's
-# 8250 (with PLIC), KVM=m and Debian's ftrace (call ops), but no compressed
-# instructions: dynamic ftrace with RISCV_ISA_C needs -fmin-function-alignment
-# (gcc 14), so with gcc 12 the entry is 4,2 full NOPs, the same 8+8 bytes as
-# Debian's 8,4 compressed ones (EFI, which portable kernels select, forces
-# RISCV_ISA_C).  ARCH=s390: the SCLP consoles, KVM=m and Debian's z10.
+# 8250 and PLIC, the ISA from "riscv,isa" (QEMU 7.2's device tree), KVM=m,
+# call ops as Debian's, and no RISCV_ISA_C (nor EFI, which forces it): with
+# it dynamic ftrace needs gcc 14's -fmin-function-alignment; gcc 12's 4,2
+# full NOPs give the 8+8 bytes of Debian's 8,4 compressed ones.  ARCH=s390:
+# the SCLP consoles, KVM=m and Debian's z10.
 set -euo pipefail
 SRC=$1 OBJ=$2; shift 2
 arch=x86_64
@@ -42,11 +42,12 @@ case "$arch" in
             CONFIG_IRQ_BYPASS_MANAGER=m CONFIG_SERIAL_8250_CONSOLE=y CONFIG_ACPI=y CONFIG_LIVEPATCH=y);;
     arm64) opts=(--enable SERIAL_AMBA_PL011 --enable SERIAL_AMBA_PL011_CONSOLE)
         needs=(CONFIG_SERIAL_AMBA_PL011_CONSOLE=y CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS=y);;
-    riscv) opts=(--enable MMU --enable FPU --enable NONPORTABLE --disable EFI --disable RISCV_ISA_C --enable SIFIVE_PLIC --enable SERIAL_8250
-        --enable SERIAL_8250_CONSOLE --enable SERIAL_OF_PLATFORM --enable VIRTUALIZATION --module KVM)
+    riscv) opts=(--enable MMU --enable FPU --enable RISCV_ISA_FALLBACK --enable NONPORTABLE --disable EFI
+        --disable RISCV_ISA_C --enable SIFIVE_PLIC --enable SERIAL_8250 --enable SERIAL_8250_CONSOLE
+        --enable SERIAL_OF_PLATFORM --enable VIRTUALIZATION --module KVM)
         needs=(CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS=y CONFIG_SERIAL_8250_CONSOLE=y CONFIG_KVM=m);;
-    s390) opts=(--enable MARCH_Z10 --disable MARCH_Z196 --enable SCLP_TTY --enable SCLP_CONSOLE --enable SCLP_VT220_TTY --enable SCLP_VT220_CONSOLE
-        --enable VIRTUALIZATION --module KVM)
+    s390) opts=(--enable MARCH_Z10 --disable MARCH_Z196 --enable SCLP_TTY --enable SCLP_CONSOLE
+        --enable SCLP_VT220_TTY --enable SCLP_VT220_CONSOLE --enable VIRTUALIZATION --module KVM)
         needs=(CONFIG_MARCH_Z10=y CONFIG_FTRACE_MCOUNT_USE_CC=y CONFIG_SCLP_VT220_CONSOLE=y CONFIG_KVM=m);;
     *) echo "config.sh: no configuration for ARCH=$arch" >&2; exit 1;;
 esac

@@ -4,7 +4,7 @@
 //! kernel-style search on the same parsed data.
 //!
 //! usage: zwm-phases [--reps N] [--naive-budget SECS] [--no-naive] FILE...
-//!        zwm-phases --walk DIR    time the tree walk alone (`walk::modules`),
+//!        zwm-phases --walk DIR    time the tree walk alone (`walk::tree`),
 //!                                 the serial part of tree mode
 //!
 //! Prints one tab-separated row per file: counts, then the median over N
@@ -40,7 +40,7 @@ fn main() -> Res<()> {
                 let mut n = 0;
                 for _ in 0..reps.max(1) {
                     let s = std::time::Instant::now();
-                    n = zero_weak_mcount::walk::modules(Path::new(&dir))?.len();
+                    n = zero_weak_mcount::walk::tree(Path::new(&dir))?.modules.len();
                     t.push(s.elapsed());
                 }
                 println!("walk\t{dir}\t{n} modules\t{:.0} us (median of {reps})", us(median(t)));

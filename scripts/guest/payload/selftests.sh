@@ -43,10 +43,8 @@ case " $SUITES " in *" ftrace "*)
     modprobe remote_test; echo "@@ZWM PRELOAD remote_test rc=$?"
     echo "@@ZWM KTAP-BEGIN ftrace"
     # shellcheck disable=SC2086 # FTRACE_TESTS are words (empty: all tests)
-    # FTRACE_TIMEOUT (seconds, optional) bounds it: on arm64 kernels that
-    # keep a module's dead weak record (stock, and stock with patch 1 alone),
-    # ftracetest's reset after the case never returned (2026-12-05); the
-    # case's verdict is printed by then.
+    # FTRACE_TIMEOUT (seconds, optional) bounds it, so that a run that
+    # never ends still reports (report.py --weak fails a boot that hit it).
     (cd /selftests/ftrace && ${FTRACE_TIMEOUT:+timeout "$FTRACE_TIMEOUT"} ./ftracetest -K -l /tmp/ftrace-logs $FTRACE_TESTS > /tmp/ftracetest.out 2>&1
      rc=$?; [ $rc != 143 ] || echo "@@ZWM FTRACE-TIMEOUT $FTRACE_TIMEOUT")
     cat /tmp/ftracetest.out
