@@ -269,7 +269,7 @@ touch "$work/boots/negative/expect-warn"
 boots+=("$work/boots/negative")
 
 {
-    for k in $kernels; do echo -n "The $k kernel built in ${build_secs[$k]} s; "; done
+    for k in $kernels; do echo -n "The $k kernel built in ${build_secs[$k]:-(earlier run)} s; "; done
     echo "make -j$JOBS, ARCH=$karch${cross:+ CROSS_COMPILE=$cross} ($("${cross}gcc" --version | head -n 1))."
     echo "$(( rounds * $(wc -w <<<"$kernels") )) boots with $loads loads per case took $boot_secs s (plus one for the negative control, $(cat "$work/boots/negative/boot-seconds") s)."
     echo "The tool on kvm.ko: $summary"
