@@ -63,7 +63,7 @@ PROG=kernel-e2e DIE_STATUS=2
 # s390x builds, but its kvm.ko needs SIE, which TCG lacks: insmod fails.
 ROWS="
 x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
-ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  series        arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
+ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  stock,+series arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
 aarch64 arm64   aarch64-linux-gnu-      config.sh          stock,series  -                        -                      1 1   600   gcc-aarch64-linux-gnu        qemu-system-arm
 riscv64 riscv   riscv64-linux-gnu-      config.sh          stock,+series arch/riscv/kvm/kvm.ko    -                      1 5   1800  gcc-riscv64-linux-gnu        qemu-system-misc
 s390x   s390    s390x-linux-gnu-        config.sh          stock,+series arch/s390/kvm/kvm.ko     -                      1 5   1800  gcc-s390x-linux-gnu          qemu-system-misc
@@ -169,8 +169,10 @@ echo "${mk[*]}" > "$work/make-vars"  # for what kernel-selftests.sh builds again
 kernel_has() { [[ " $kernels " = *" $1 "* ]]; }
 ! { kernel_has stock && kernel_has series; } || cmp "$work/obj-stock/.config" "$work/obj-series/.config" ||
     die "the stock and series configs differ"
-[ "$karch" != powerpc ] || has_line CONFIG_MPROFILE_KERNEL=y cat "$work/obj-series/.config" ||
-    die "the series config lacks CONFIG_MPROFILE_KERNEL=y (gcc's -mprofile-kernel, which defines FTRACE_MCOUNT_MAX_OFFSET)"
+# powerpc: an ELFv2 call site, by -mprofile-kernel or by Debian's
+# -fpatchable-function-entry (sid's gcc 16): FTRACE_MCOUNT_MAX_OFFSET is defined.
+[ "$karch" != powerpc ] || grep -qE '^CONFIG_(MPROFILE_KERNEL|ARCH_USING_PATCHABLE_FUNCTION_ENTRY)=y$' \
+    "$work/obj-${kernels%% *}/.config" || die "the config has neither -mprofile-kernel nor patchable entries"
 
 # variant NAME TREE PATCH...: TREE's kernel with the PATCHes (-p1, in turn)
 # applied, built incrementally in TREE's objects, its image kept as
@@ -268,7 +270,7 @@ touch "$work/boots/negative/expect-warn"
 boots+=("$work/boots/negative")
 
 {
-    for k in $kernels; do echo -n "The $k kernel built in ${build_secs[$k]:-0} s; "; done
+    for k in $kernels; do echo -n "The $k kernel built in ${build_secs[$k]:-(earlier run)} s; "; done
     echo "make -j$JOBS, ARCH=$karch${cross:+ CROSS_COMPILE=$cross} ($("${cross}gcc" --version | head -n 1))."
     echo "$(( rounds * $(wc -w <<<"$kernels") )) boots with $loads loads per case took $boot_secs s (plus one for the negative control, $(cat "$work/boots/negative/boot-seconds") s)."
     echo "The tool on kvm.ko: $summary"

@@ -141,12 +141,16 @@ def judge_lines(aff, stock, zeroed, nm, fails, warned):
             fails += why
         else:
             rv, d = guest.split_lines(ref)[0], None
-            if not key.endswith("/stripped-kvm"):   # stripped lacks the static functions' symbols NM counts
+            if key.endswith("/stripped-kvm"):   # stripped lacks the static functions' symbols NM counts
+                # Stock keeps a record up to its max offset past a symbol; the
+                # series drops one its function's lost symbol no longer holds.
+                ok, expect = not i and not v - rv, f"0 invalid, each line one of {against}'s"
+            else:
                 rv -= guest.listed_twice(rv, funcs)[0]
                 d, twice = guest.listed_twice(v, funcs)
                 fails += [f"{key}: {t}" for t in twice]
-            ok = not i and not d and v == rv
-            expect = f"0 invalid, every other line {against}'s less its dead second lines"
+                ok = not i and not d and v == rv
+                expect = f"0 invalid, every other line {against}'s less its dead second lines"
         if not ok:
             fails.append(f"{key}: lines are not {expect} ({len(lines)} lines, {sum(i.values())} invalid)")
         rows.append((key, len(lines), sum(i.values()), expect, ok))
