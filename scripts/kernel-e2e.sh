@@ -38,7 +38,8 @@
 # scripts/kernel-selftests.sh build on it).
 #
 # Defaults: --arch x86_64, --rounds and --loads from the row (x86_64: 4 and
-# 10, 40 timed loads per case; the others: 1 and 5), WORK
+# 10, 40 timed loads per case; ppc64le 6 and 5, the 30 its load times
+# need; the others 1 and 5), WORK
 # ${ZWM_CACHE:-~/.cache/zero-weak-mcount}/kernel-e2e[-ARCH][-REL][-SUITE]
 # (but for x86_64, 7.2 and no --suite).  Builds are incremental.
 # Environment: ZWM_JOBS (make -j, default nproc+1), ZWM_NICE (added to the
@@ -63,7 +64,7 @@ PROG=kernel-e2e DIE_STATUS=2
 # s390x builds, but its kvm.ko needs SIE, which TCG lacks: insmod fails.
 ROWS="
 x86_64  x86_64  -                       config.sh          stock,series  arch/x86/kvm/kvm.ko      virt/lib/irqbypass.ko  4 10  900   gcc                          qemu-system-x86
-ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  stock,+series arch/powerpc/kvm/kvm.ko  -                      1 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
+ppc64le powerpc powerpc64le-linux-gnu-  config-ppc64le.sh  stock,+series arch/powerpc/kvm/kvm.ko  -                      6 5   1800  gcc-powerpc64le-linux-gnu    qemu-system-ppc
 aarch64 arm64   aarch64-linux-gnu-      config.sh          stock,series  -                        -                      1 1   600   gcc-aarch64-linux-gnu        qemu-system-arm
 riscv64 riscv   riscv64-linux-gnu-      config.sh          stock,+series arch/riscv/kvm/kvm.ko    -                      1 5   1800  gcc-riscv64-linux-gnu        qemu-system-misc
 s390x   s390    s390x-linux-gnu-        config.sh          stock,+series arch/s390/kvm/kvm.ko     -                      1 5   1800  gcc-s390x-linux-gnu          qemu-system-misc
