@@ -30,7 +30,9 @@ hold:
   * stock/processed-kvm, and series/FORM for every form: 0 invalid lines,
     no dead second line (but stripped, whose static functions lost the
     symbols NM counts), every other line the reference's for that form
-    (stock's unchecked, or FORM's) less those.  Against broken, or a stock
+    (stock's unchecked, or FORM's) less its second lines (in stripped also
+    static functions that lost their symbols, up to the max offset past
+    another symbol).  Against broken, or a stock
     that checks nothing, stripped is judged by names: fewer lines, each name
     one the reference lists or an alias of one (same address in NM), since
     such a kernel lists a static function that lost its symbol under the
@@ -141,16 +143,15 @@ def judge_lines(aff, stock, zeroed, nm, fails, warned):
             fails += why
         else:
             rv, d = guest.split_lines(ref)[0], None
-            if key.endswith("/stripped-kvm"):   # stripped lacks the static functions' symbols NM counts
-                # Stock keeps a record up to its max offset past a symbol; the
-                # series drops one its function's lost symbol no longer holds.
-                ok, expect = not i and not v - rv, f"0 invalid, each line one of {against}'s"
-            else:
-                rv -= guest.listed_twice(rv, funcs)[0]
+            # Stock keeps a record up to its max offset past a symbol, and lists
+            # it as a second line of that name: a dead body, or in stripped a
+            # static function whose symbol is gone; the series keeps neither.
+            rv -= guest.listed_twice(rv, funcs)[0]
+            if not key.endswith("/stripped-kvm"):   # stripped lacks the static functions' symbols NM counts
                 d, twice = guest.listed_twice(v, funcs)
                 fails += [f"{key}: {t}" for t in twice]
-                ok = not i and not d and v == rv
-                expect = f"0 invalid, every other line {against}'s less its dead second lines"
+            ok = not i and not d and v == rv
+            expect = f"0 invalid, every other line {against}'s less its dead second lines"
         if not ok:
             fails.append(f"{key}: lines are not {expect} ({len(lines)} lines, {sum(i.values())} invalid)")
         rows.append((key, len(lines), sum(i.values()), expect, ok))
